@@ -1,0 +1,56 @@
+# Attention, step by step. The README's two commands: `make lab` and `make test`.
+# Every target sets up what it needs; nothing depends on anything installed by hand.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SUBMISSIONS ?= submitted
+OUT ?= out
+
+.PHONY: setup lab test release grade data bench handouts bundle lint browser clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m attnlib.setup_lab
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lab: setup
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) notebooks
+
+test: setup browser
+	$(PY) -m pytest
+
+release: setup
+	$(PY) -m grader release
+
+grade: setup
+	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)
+
+data: setup
+	$(PY) -m attnlib.shipped --retrain
+
+bench: setup browser
+	$(PY) -m bench
+
+handouts: setup browser
+	$(PY) -m grader handouts --out handouts
+
+bundle: setup
+	$(PY) -m grader bundle --out dist
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+# Debian's Chromium, for the browser test and the PDF handouts (installed once, as root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing chromium (Debian package) for the browser test and PDF handouts..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+clean:
+	rm -rf $(VENV) out handouts dist artifacts

@@ -1,0 +1,97 @@
+"""The machinery every check module shares: calling the learner's function
+safely, comparing shapes and values, and reporting in one friendly line."""
+
+import numpy as np
+
+
+class CheckFailed(AssertionError):
+    """A check failed; the message says what is wrong and, where it can tell, why."""
+
+
+def _one_line(shell, etype, value, tb, tb_offset=None):
+    """Show a failed check as one red line instead of a traceback wall.
+
+    The line is still sent as an error output, so nbgrader counts the cell as failed.
+    """
+    stb = [f"\x1b[1;31m✗ {value}\x1b[0m"]
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def _install_one_line_errors():
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: ordinary tracebacks are fine
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.set_custom_exc((CheckFailed,), _one_line)
+
+
+_install_one_line_errors()
+
+
+def call(fn, *args, name=None, **kwargs):
+    """Call the learner's ``fn``; turn a stub or a crash into a clear CheckFailed."""
+    name = name or getattr(fn, "__name__", "your function")
+    if not callable(fn):
+        raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise CheckFailed(
+            f"`{name}` isn't written yet: replace `raise NotImplementedError()` with your code, "
+            "run that cell, then run this check again."
+        ) from None
+    except CheckFailed:
+        raise
+    except Exception as err:  # the learner's bug: say what it was, briefly
+        raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err}") from None
+
+
+def as_array(out, name, what="the result"):
+    """The learner's output as a float ndarray, or a CheckFailed saying what it was."""
+    if isinstance(out, np.ndarray) and type(out) is not np.ndarray:
+        out = np.asarray(out)
+    if not isinstance(out, np.ndarray):
+        hint = " (a torch tensor? convert with `.numpy()`)" if hasattr(out, "detach") else ""
+        raise CheckFailed(f"`{name}` should return a NumPy array as {what}, got {type(out).__name__}{hint}.")
+    if not np.issubdtype(out.dtype, np.number):
+        raise CheckFailed(f"`{name}` returned an array of {out.dtype}; expected numbers.")
+    return out
+
+
+def expect_shape(out, shape, name, hint=""):
+    """Shape first: most bugs show up here, and the message is easy to act on."""
+    out = as_array(out, name)
+    if out.shape != tuple(shape):
+        raise CheckFailed(
+            f"`{name}` returned shape {out.shape}, expected {tuple(shape)}." + (f" {hint}" if hint else "")
+        )
+    return out
+
+
+def expect_finite(out, name, hint=""):
+    if not np.all(np.isfinite(out)):
+        bad = np.size(out) - np.count_nonzero(np.isfinite(out))
+        raise CheckFailed(
+            f"`{name}` returned {bad} NaN or infinite value(s) out of {np.size(out)}." + (f" {hint}" if hint else "")
+        )
+
+
+def expect_close(out, expected, name, hint="", atol=1e-6, rtol=1e-5):
+    """Values next: compare, and report the worst entry."""
+    out = expect_shape(out, np.shape(expected), name)
+    if not np.allclose(out, expected, atol=atol, rtol=rtol):
+        idx = np.unravel_index(np.argmax(np.abs(out - expected)), np.shape(expected)) if out.ndim else ()
+        raise CheckFailed(
+            f"`{name}` gave {np.asarray(out)[idx]:.4g} at index {tuple(int(i) for i in idx)}, "
+            f"expected {np.asarray(expected)[idx]:.4g}." + (f" {hint}" if hint else "")
+        )
+    return out
+
+
+def passed(name, n_hidden=True):
+    """Say what passed, and that hidden checks still come at grading time."""
+    tail = " Hidden checks run when your notebook is graded." if n_hidden else ""
+    print(f"✓ `{name}`: all visible checks passed.{tail}")

@@ -1,0 +1,29 @@
+"""Where the course's files are, wherever a notebook runs from.
+
+Notebooks run from ``notebooks/``, ``solutions/`` and nbgrader's ``autograded/``
+folders alike, so they never use relative paths: they ask this module.
+"""
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """The course's ``data/`` folder (override with ``ATTN_DATA_DIR``)."""
+    found = Path(os.environ.get("ATTN_DATA_DIR", REPO_ROOT / "data"))
+    if not found.is_dir():
+        raise FileNotFoundError(
+            f"The course data folder is missing: {found}. "
+            "Run `make data` from the course folder, or set ATTN_DATA_DIR."
+        )
+    return found
+
+
+def data_file(name: str) -> Path:
+    """A file in ``data/``, with a clear error if it is not there."""
+    path = data_dir() / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing. Run `make data` from the course folder.")
+    return path

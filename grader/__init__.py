@@ -1,0 +1,4 @@
+"""Course tooling on top of nbgrader: release, autograde, reports, bundles, handouts.
+
+Run ``python -m grader --help`` for the commands.
+"""

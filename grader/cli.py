@@ -1,0 +1,37 @@
+"""`python -m grader COMMAND ...`: one entry point, one module per command.
+
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``.
+Errors the user can fix are raised as :class:`UserError` and printed in one line.
+"""
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "release": ("grader.release", "regenerate notebooks/ from solutions/"),
+    "autograde": ("grader.autograde", "grade a folder of submissions into OUT/grades.csv"),
+    "bundle": ("grader.bundle", "zip the student release for handing out"),
+    "handouts": ("grader.handouts", "HTML and PDF handouts of every notebook"),
+}
+
+
+class UserError(Exception):
+    """A problem with the user's input, reported as one clear line (exit code 2)."""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, summary) in COMMANDS.items():
+        sub.add_parser(name, help=summary, add_help=False)
+    args, rest = parser.parse_known_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    command = argparse.ArgumentParser(prog=f"python -m grader {args.command}",
+                                      description=COMMANDS[args.command][1])
+    module.add_arguments(command)
+    try:
+        return module.run(command.parse_args(rest)) or 0
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,108 @@
+"""Hidden checks: randomized, run only when a notebook is graded, never shipped.
+
+Each module in this package (one per notebook) declares its exercises with
+:func:`exercise`: a trusted reference, a generator of random argument tuples,
+and the plausible mistakes it can recognise, each with the message a learner
+should read. A notebook's hidden test cell calls ``verify("<name>", <name>)``.
+
+Inputs are random; set ``ATTN_GRADER_SEED`` to make a grading run repeatable.
+"""
+
+import importlib
+import os
+import pkgutil
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from attnlib.checks._core import CheckFailed, call
+
+
+@dataclass
+class Exercise:
+    reference: Callable
+    cases: Callable  # rng -> iterable of argument tuples
+    mistakes: list = field(default_factory=list)  # [(wrong_fn, message)]
+    atol: float = 1e-6
+    rtol: float = 1e-5
+
+
+REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5):
+    """Decorator: register the function below as the reference for exercise ``name``."""
+    def register(reference):
+        REGISTRY[name] = Exercise(reference, cases, list(mistakes), atol, rtol)
+        return reference
+    return register
+
+
+def _load_all():
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def rng_for(name: str) -> np.random.Generator:
+    seed = os.environ.get("ATTN_GRADER_SEED")
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng([int(seed), zlib.crc32(name.encode())])
+
+
+def _as_parts(value):
+    """Flatten a result into float64 arrays; anything else is not a valid answer."""
+    if isinstance(value, (tuple, list)):
+        return [part for item in value for part in _as_parts(item)]
+    if hasattr(value, "detach"):  # a torch tensor slipped through
+        raise TypeError("a torch tensor (convert it with .numpy())")
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        raise TypeError("an array of Python objects")
+    try:
+        return [np.array(value, dtype=np.float64)]
+    except (TypeError, ValueError):
+        raise TypeError(type(value).__name__) from None
+
+
+def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
+    """True when ``got`` matches ``want`` in structure, shape and value."""
+    got_parts, want_parts = _as_parts(got), _as_parts(want)
+    return len(got_parts) == len(want_parts) and all(
+        g.shape == w.shape and np.allclose(g, w, atol=atol, rtol=rtol)
+        for g, w in zip(got_parts, want_parts)
+    )
+
+
+def _copy(args):
+    return tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _describe(args):
+    return ", ".join(f"shape {a.shape}" if isinstance(a, np.ndarray) else repr(a) for a in args)
+
+
+def verify(name: str, fn) -> None:
+    """Run the hidden checks of exercise ``name`` on the learner's ``fn``."""
+    if not REGISTRY:
+        _load_all()
+    spec = REGISTRY[name]
+    for args in spec.cases(rng_for(name)):
+        got = call(fn, *_copy(args), name=name)
+        want = spec.reference(*_copy(args))
+        try:
+            if same(got, want, spec.atol, spec.rtol):
+                continue
+        except TypeError as err:
+            raise CheckFailed(f"Hidden check: `{name}` returned {err}, not numbers.") from None
+        for wrong, message in spec.mistakes:
+            try:
+                if same(got, wrong(*_copy(args)), spec.atol, spec.rtol):
+                    raise CheckFailed(f"Hidden check: {message}")
+            except (TypeError, ValueError, FloatingPointError):
+                continue
+        raise CheckFailed(
+            f"Hidden check: `{name}` gave a wrong result on a random input ({_describe(args)})."
+        )
+    print(f"✓ `{name}`: hidden checks passed.")

@@ -1,0 +1,18 @@
+"""nbgrader configuration for the course (read by nbgrader's apps, its JupyterLab
+extensions and the course grader). `solutions/` is nbgrader's source folder and
+`notebooks/` its release folder; `make release` regenerates the latter."""
+
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+
+c.CourseDirectory.course_id = "attention-step-by-step"
+c.CourseDirectory.root = str(Path(__file__).resolve().parent)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Per-cell time limit when validating or grading.
+c.Execute.timeout = 120
