@@ -1,0 +1,32 @@
+"""Shared test helpers: load the functions a notebook defines, without running the notebook."""
+
+import nbformat
+import pytest
+
+from grader.course import release_path, source_path
+
+
+def _namespace(path):
+    """Run a notebook's imports cell and answer cells (only) in a fresh namespace."""
+    nb = nbformat.read(path, as_version=4)
+    ns: dict = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        runnable = meta.get("grade_id") == "imports" or (meta.get("solution") and not meta.get("grade"))
+        if cell.cell_type == "code" and runnable:
+            exec(compile(cell.source, f"{path.name}:{meta['grade_id']}", "exec"), ns)
+    return ns
+
+
+@pytest.fixture(scope="session")
+def solution():
+    """solution("01_soft_lookup")["softmax"] is the reference answer from solutions/."""
+    cache = {}
+    return lambda assignment: cache.setdefault(assignment, _namespace(source_path(assignment)))
+
+
+@pytest.fixture(scope="session")
+def stub():
+    """stub("01_soft_lookup")["softmax"] is the release's unimplemented stub."""
+    cache = {}
+    return lambda assignment: cache.setdefault(assignment, _namespace(release_path(assignment)))
