@@ -2,35 +2,237 @@
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, call, expect_close, expect_finite, expect_shape, passed
+from attnlib.checks._core import (
+    CheckFailed,
+    call,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    passed,
+)
 
 
 def check_softmax(softmax):
     name = "softmax"
     x = np.array([0.0, np.log(2.0), np.log(3.0)])  # softmax = [1, 2, 3] / 6
     out = expect_shape(call(softmax, x, name=name), (3,), name)
-    expect_close(out, np.array([1, 2, 3]) / 6, name,
-                 hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j).")
+    expect_close(
+        out, np.array([1, 2, 3]) / 6, name, hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j)."
+    )
 
     rows = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])  # [2, 3]
-    out = expect_shape(call(softmax, rows, name=name), (2, 3), name,
-                       hint="The output must have the same shape as the input.")
+    out = expect_shape(
+        call(softmax, rows, name=name),
+        (2, 3),
+        name,
+        hint="The output must have the same shape as the input.",
+    )
     if np.allclose(out.sum(axis=0), 1) and not np.allclose(out.sum(axis=-1), 1):
-        raise CheckFailed("Columns sum to 1 but rows don't: did you normalise over axis 0 "
-                          "instead of the last axis (`axis=-1`)?")
+        raise CheckFailed(
+            "Columns sum to 1 but rows don't: did you normalise over axis 0 "
+            "instead of the last axis (`axis=-1`)?"
+        )
     if np.isclose(out.sum(), 1):
-        raise CheckFailed("The whole array sums to 1: normalise each row separately "
-                          "(sum with `axis=axis, keepdims=True`).")
-    expect_close(out.sum(axis=-1), np.ones(2), name + " (row sums)",
-                 hint="Each row of weights must sum to 1.")
+        raise CheckFailed(
+            "The whole array sums to 1: normalise each row separately "
+            "(sum with `axis=axis, keepdims=True`)."
+        )
+    expect_close(
+        out.sum(axis=-1),
+        np.ones(2),
+        name + " (row sums)",
+        hint="Each row of weights must sum to 1.",
+    )
 
     big = np.array([1000.0, 1001.0, 1002.0])
     out = call(softmax, big, name=name)
-    expect_finite(out, name, hint="exp(1000) overflows: subtract the maximum before exponentiating.")
-    expect_close(out, call(softmax, big - 1000.0, name=name), name,
-                 hint="Adding a constant to every score must not change the weights.")
+    expect_finite(
+        out, name, hint="exp(1000) overflows: subtract the maximum before exponentiating."
+    )
+    expect_close(
+        out,
+        call(softmax, big - 1000.0, name=name),
+        name,
+        hint="Adding a constant to every score must not change the weights.",
+    )
 
     cols = call(softmax, rows.T, axis=0, name=name)
-    expect_close(np.asarray(cols).sum(axis=0), np.ones(2), name + "(x, axis=0) column sums",
-                 hint="Use the `axis` argument instead of always normalising the last axis.")
+    expect_close(
+        np.asarray(cols).sum(axis=0),
+        np.ones(2),
+        name + "(x, axis=0) column sums",
+        hint="Use the `axis` argument instead of always normalising the last axis.",
+    )
     passed(name)
+
+
+def _shape_hint(out, name, shape, hints):
+    """Shape first; ``hints`` maps a wrong shape to the mistake that usually produces it."""
+    out = np.asarray(out) if isinstance(out, (int, float, np.integer, np.floating)) else out
+    shape_of = getattr(out, "shape", None)
+    return expect_shape(out, shape, name, hint=hints.get(shape_of, ""))
+
+
+# A hand-worked table: n = 3 keys of size d = 2, values of size d_v = 4 (all sizes differ,
+# so returning a key, a weight vector or a column shows up as a wrong shape).
+_KEYS = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])  # [n=3, d=2]
+_VALUES = np.array(
+    [[10.0, 11.0, 12.0, 13.0], [20.0, 21.0, 22.0, 23.0], [30.0, 31.0, 32.0, 33.0]]
+)  # [n=3, d_v=4]
+
+
+def check_hard_lookup(hard_lookup):
+    name = "hard_lookup"
+    hints = {
+        (2,): "That is the size of a key: return the matching row of `values`, not of `keys`.",
+        (3,): "That is one number per key (scores or a column of `values`?): return a row "
+        "`values[i]`.",
+        (): "That is a single number (the index?): return the row `values[i]`.",
+        (1, 4): "Return one row of shape [d_v], not a [1, d_v] block.",
+    }
+    query = np.array([0.2, 0.9])  # scores 0.2, 0.9, -0.2: key 1 wins
+    out = _shape_hint(call(hard_lookup, query, _KEYS, _VALUES, name=name), name, (4,), hints)
+    if np.allclose(out, _VALUES[2]):
+        raise CheckFailed(
+            "`hard_lookup` returned the value of the key with the SMALLEST dot "
+            "product: use argmax, not argmin."
+        )
+    expect_close(
+        out,
+        _VALUES[1],
+        name,
+        hint="Score each key with a dot product (`keys @ query`) and return the value "
+        "row of the best one.",
+    )
+
+    # Dot product, not distance: key 1 is farther from the query but has the larger dot product.
+    keys = np.array([[1.0, 0.0], [3.0, 0.0], [0.0, 1.0]])  # [3, 2]
+    out = _shape_hint(
+        call(hard_lookup, np.array([1.0, 0.0]), keys, _VALUES, name=name), name, (4,), hints
+    )
+    if np.allclose(out, _VALUES[0]):
+        raise CheckFailed(
+            "`hard_lookup` picked the key CLOSEST to the query (distance); "
+            "attention scores keys by dot product, so the longer key 1 wins."
+        )
+    expect_close(
+        out, _VALUES[1], name, hint="The best key is the one with the largest `keys @ query`."
+    )
+
+    # Keys and values are different arrays: with keys == values the mistake would be invisible.
+    values = np.arange(12.0).reshape(3, 4) * -1.0
+    out = _shape_hint(
+        call(hard_lookup, np.array([-1.0, 0.1]), _KEYS, values, name=name), name, (4,), hints
+    )
+    expect_close(out, values[2], name, hint="Look up in the `values` you were given.")
+    passed(name)
+
+
+def check_soft_lookup(soft_lookup):
+    name = "soft_lookup"
+    hints = {
+        (3,): "That is one number per key: those are the weights. Blend the values with them "
+        "(`weights @ values`).",
+        (2,): "That is the size of a key: blend the `values`, not the `keys`.",
+        (3, 4): "Return one blended row [d_v]: sum the weighted value rows over the n keys.",
+    }
+    # Scores keys @ query = [0, ln 2, ln 3], so the weights are [1, 2, 3] / 6 by hand.
+    query = np.array([1.0, 0.0])
+    keys = np.array([[0.0, 0.0], [np.log(2.0), 0.0], [np.log(3.0), 5.0]])  # [n=3, d=2]
+    values = np.array(
+        [[6.0, 0.0, 0.0, 1.0], [0.0, 6.0, 0.0, 1.0], [0.0, 0.0, 6.0, 1.0]]
+    )  # [n=3, d_v=4]
+    out = _shape_hint(call(soft_lookup, query, keys, values, name=name), name, (4,), hints)
+    if np.allclose(out, np.log([1.0, 2.0, 3.0]) @ values):
+        raise CheckFailed(
+            "`soft_lookup` blends the values with the raw scores: turn the scores "
+            "into weights with `softmax` first."
+        )
+    if np.allclose(out, values[2]):
+        raise CheckFailed(
+            "`soft_lookup` returned only the best value (a hard lookup): blend "
+            "ALL values, weighted by softmax(keys @ query)."
+        )
+    scaled = np.array([1.0, 2.0, 3.0]) ** (1 / np.sqrt(2.0))  # exp(score / √d), d = 2
+    if np.allclose(out, scaled / scaled.sum() @ values):
+        raise CheckFailed(
+            "`soft_lookup` divides the scores by √d: no scaling yet in this "
+            "notebook, use softmax(keys @ query)."
+        )
+
+    # Property: if every key hands over the same value c, the blend is c (weights sum to 1).
+    same = np.tile([2.0, -1.0, 0.5, 3.0], (3, 1))  # [3, 4]
+    blend = _shape_hint(call(soft_lookup, query, keys, same, name=name), name, (4,), hints)
+    if not np.allclose(blend, same[0]):
+        raise CheckFailed(
+            "When every value is the same vector, a soft lookup must return it: "
+            "your weights don't sum to 1 over the n keys. Normalise over the n "
+            "scores (axis of length n), not over the d features."
+        )
+    expect_close(
+        out,
+        np.array([1.0, 2.0, 3.0, 1.0]),
+        name,
+        hint="weights = softmax(keys @ query) over the n keys; result = weights @ values.",
+    )
+
+    # Large scores must not overflow.
+    out = _shape_hint(call(soft_lookup, query * 1000.0, keys, values, name=name), name, (4,), hints)
+    expect_finite(out, name, hint="Scores near 1000 overflow exp(): use your stable `softmax`.")
+    expect_close(
+        out,
+        values[2],
+        name,
+        hint="With scores this large the best key should get almost all the weight.",
+    )
+    passed(name)
+
+
+def check_design_keys_values(design_keys_values):
+    name = "design_keys_values"
+    query = np.array([2.0, 0.0, 1.0])  # [d=3]
+    items = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0], [-1.0, 2.0]])  # [n=4, d_v=2]
+    weights = np.array([0.5, 0.25, 0.15, 0.1])  # the blend to retrieve; sums to 1
+    out = call(design_keys_values, query, items, weights, name=name)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise CheckFailed("`design_keys_values` should return a pair `(keys, values)`.")
+    keys = expect_shape(
+        out[0], (4, 3), name + " keys", hint="One key per item, each the size of the query: [n, d]."
+    )
+    values = expect_shape(out[1], (4, 2), name + " values", hint="One value per item: [n, d_v].")
+    if not np.allclose(values, items):
+        raise CheckFailed(
+            "Each slot must hand over its item unchanged: `values` should be the "
+            "items (row i = item i). The blend comes from the keys' scores."
+        )
+    scores = keys @ query  # [n]
+    centred = scores - scores.mean()
+    want = np.log(weights) - np.log(weights).mean()
+    if np.allclose(centred, want, atol=1e-6):
+        passed(name)
+        return
+    if np.allclose(centred, 0):
+        raise CheckFailed(
+            "Every key scores the same against the query, so the weights are "
+            "uniform: give the keys different dot products with the query."
+        )
+    if np.allclose(centred, weights - weights.mean()):
+        raise CheckFailed(
+            "Your scores equal the weights, but softmax exponentiates them: the "
+            "scores must be log(weights) (plus any constant)."
+        )
+    if np.allclose(centred, -want):
+        raise CheckFailed(
+            "Your scores have the wrong sign: the item with the largest weight "
+            "needs the largest score."
+        )
+    ratio = centred @ want / (want @ want)
+    if np.allclose(centred, ratio * want):
+        raise CheckFailed(
+            f"Your scores are log(weights) times {ratio:.3g}: divide by what the "
+            "query adds (query · query) so the scores are exactly log(weights)."
+        )
+    raise CheckFailed(
+        "softmax(keys @ query) does not give the requested weights: the "
+        "score differences must equal differences of log(weights)."
+    )

@@ -1,0 +1,98 @@
+"""Visible checks for notebook 02 (projections): hand-worked examples, no reference solution."""
+
+import numpy as np
+
+from attnlib.checks._core import CheckFailed, call, expect_close, expect_shape, passed
+
+# X's rows are the unit vectors e_0, e_1, so row t of X Wᵀ is column t of W, read off by hand.
+_X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # [T=2, d_model=3]
+_W = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [0.0, -1.0, 2.0]])  # [4, 3]
+_XW_T = np.array([[1.0, 4.0, 7.0, 0.0], [2.0, 5.0, 8.0, -1.0]])  # [T=2, d_out=4]
+
+
+def _project_call(fn, *args, name):
+    """Call ``fn``; a shape crash from X @ W gets a pointer to the transpose."""
+    try:
+        return call(fn, *args, name=name)
+    except CheckFailed as err:
+        if "raised ValueError" in str(err) and "mismatch" in str(err):
+            raise CheckFailed(
+                f"`{name}` crashed: its shapes don't fit a matrix product. W is [d_out, "
+                "d_model] (q = W x for one row x): for all rows at once use X @ W.T, not X @ W."
+            ) from None
+        raise
+
+
+def check_project(project):
+    name = "project"
+    out = _project_call(project, _X, _W, name=name)
+    out = np.asarray(out) if not hasattr(out, "detach") else out
+    if getattr(out, "shape", None) == (4, 2):
+        raise CheckFailed(
+            "`project` returned shape (4, 2) = [d_out, T]: that is W @ X.T. Rows "
+            "must be positions: return X @ W.T, shape [T, d_out]."
+        )
+    out = expect_shape(
+        out,
+        (2, 4),
+        name,
+        hint="X is [T, d_model] and W is [d_out, d_model]: the result is [T, d_out].",
+    )
+    expect_close(out, _XW_T, name, hint="Row t must be W @ X[t].")
+
+    # A square W, where X @ W has the right shape but the wrong numbers.
+    W_sq = np.array([[1.0, 2.0], [0.0, 1.0]])  # [2, 2], not symmetric
+    X_sq = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # [T=3, 2]
+    out = expect_shape(_project_call(project, X_sq, W_sq, name=name), (3, 2), name)
+    if np.allclose(out, X_sq @ W_sq):
+        raise CheckFailed(
+            "`project` computed X @ W. With q = W x for each row x, all rows at "
+            "once are X @ W.T (the two only agree when W is symmetric)."
+        )
+    expect_close(
+        out, np.array([[1.0, 0.0], [2.0, 1.0], [3.0, 1.0]]), name, hint="Row t must be W @ X[t]."
+    )
+
+    # One position alone is a [1, d_model] sequence; its row must be W @ x.
+    x = np.array([[2.0, -1.0, 0.5]])  # [1, 3]
+    out = expect_shape(_project_call(project, x, _W, name=name), (1, 4), name)
+    expect_close(out[0], np.array([1.5, 6.0, 10.5, 2.0]), name, hint="W @ x for x = [2, -1, 0.5].")
+    passed(name)
+
+
+def check_qkv(qkv):
+    name = "qkv"
+    W_Q = _W[:2]  # [d_k=2, 3]
+    W_K = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])  # [d_k=2, 3]
+    W_V = _W[1:]  # [d_v=3, 3]
+    Q_want = np.array([[1.0, 4.0], [2.0, 5.0]])  # column t of W_Q, by hand
+    K_want = np.array([[0.0, 1.0], [1.0, 0.0]])
+    V_want = np.array([[4.0, 7.0, 0.0], [5.0, 8.0, -1.0]])
+    out = _project_call(qkv, _X, W_Q, W_K, W_V, name=name)
+    if not (isinstance(out, (tuple, list)) and len(out) == 3):
+        raise CheckFailed(
+            "`qkv` should return three arrays `(Q, K, V)`, got "
+            f"{type(out).__name__}"
+            + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
+            + "."
+        )
+    parts = [np.asarray(p) for p in out]
+    named = {"Q": Q_want, "K": K_want, "V": V_want}
+    for label, got in zip("QKV", parts, strict=True):
+        for other, want in named.items():
+            if other != label and got.shape == want.shape and np.allclose(got, want):
+                raise CheckFailed(
+                    f"`qkv`'s output in the {label} place looks like {other}: "
+                    "return them in the order (Q, K, V), each from its own matrix."
+                )
+    Q = expect_shape(parts[0], (2, 2), name + " Q", hint="Q is [T, d_k].")
+    K = expect_shape(parts[1], (2, 2), name + " K", hint="K is [T, d_k].")
+    V = expect_shape(parts[2], (2, 3), name + " V", hint="V is [T, d_v].")
+    for label, got, want in (("Q", Q, Q_want), ("K", K, K_want), ("V", V, V_want)):
+        expect_close(
+            got,
+            want,
+            f"{name} {label}",
+            hint=f"{label} = X @ W_{label}.T: row t is W_{label} @ X[t].",
+        )
+    passed(name)

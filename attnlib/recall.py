@@ -1,0 +1,59 @@
+"""One fixed-size state against keeping every item: the memory demo of notebook 01.
+
+A recurrent net carries the whole past forward in one state whose size never changes.
+The simplest such state that can still be read by content is an outer-product memory:
+each step adds ``outer(k_t, v_t)`` to a ``[d, d_v]`` matrix, and reading with a key
+multiplies it back out. Attention keeps every (key, value) pair instead and reads them
+directly. This module stores random items both ways and measures what comes back.
+"""
+
+import numpy as np
+
+
+def make_items(T, d, d_v, rng):
+    """T random items: unit-length keys (so each key matches itself best) and values."""
+    keys = rng.normal(size=(T, d))  # [T, d]
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+    values = rng.normal(size=(T, d_v))  # [T, d_v]
+    return keys, values
+
+
+def write_state(keys, values):
+    """Run the recurrence state_t = state_{t-1} + outer(k_t, v_t): T steps, one fixed state."""
+    state = np.zeros((keys.shape[1], values.shape[1]))  # [d, d_v], whatever T is
+    for k, v in zip(keys, values, strict=True):
+        state = state + np.outer(k, v)
+    return state
+
+
+def read_state(state, query):
+    """Read the state by content: sum_t (query . k_t) v_t, crosstalk included."""
+    return query @ state  # [d_v]
+
+
+def relative_error(got, want):
+    """||got - want|| / ||want|| over all rows: 0 is a perfect read."""
+    return float(np.linalg.norm(np.asarray(got) - want) / np.linalg.norm(want))
+
+
+def recall_errors(read_direct, lengths, d=32, d_v=32, trials=5, seed=0):
+    """Mean relative error of reading every stored item back by its own key.
+
+    For each T in ``lengths``: store T random items, then read each one (a) from the
+    fixed ``[d, d_v]`` state and (b) with ``read_direct(query, keys, values)``, a lookup
+    over all T stored items. Returns two lists, one error per T.
+    """
+    rng = np.random.default_rng(seed)
+    state_err, direct_err = [], []
+    for T in lengths:
+        s_errs, d_errs = [], []
+        for _ in range(trials):
+            keys, values = make_items(T, d, d_v, rng)
+            state = write_state(keys, values)
+            from_state = np.stack([read_state(state, k) for k in keys])  # [T, d_v]
+            direct = np.stack([read_direct(k, keys, values) for k in keys])  # [T, d_v]
+            s_errs.append(relative_error(from_state, values))
+            d_errs.append(relative_error(direct, values))
+        state_err.append(float(np.mean(s_errs)))
+        direct_err.append(float(np.mean(d_errs)))
+    return state_err, direct_err
