@@ -1,0 +1,117 @@
+"""Measure how saturated a softmax over random attention scores is, with and without scaling.
+
+The machinery for notebook 04's ablation: random queries and keys, the softmax weights,
+and the size of the softmax's gradient (its Jacobian, via torch autograd). The statistics
+the learner writes (entropy, near-one-hot share) are passed in, so this module holds no answer.
+"""
+
+from contextlib import contextmanager
+
+import numpy as np
+
+
+@contextmanager
+def _one_torch_thread():
+    """Small tensor ops run fastest on one thread, and a busy machine cannot stall them."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield torch
+    finally:
+        torch.set_num_threads(before)
+
+
+def sample_scores(score_fn, d_k, T, n_rows, seed=0, block=50):
+    """Scores [n_rows, T]: ``n_rows`` queries, each against T keys, components ~ N(0, 1).
+
+    Queries come in blocks of ``block`` that share one fresh set of T keys, so a
+    ``score_fn(Q, K)`` with Q [block, d_k] and K [T, d_k] returning [block, T] is enough.
+    """
+    rng = np.random.default_rng(seed)
+    parts = []
+    for start in range(0, n_rows, block):
+        Q = rng.standard_normal((min(block, n_rows - start), d_k))  # [block, d_k]
+        K = rng.standard_normal((T, d_k))  # [T, d_k]
+        parts.append(np.asarray(score_fn(Q, K), dtype=np.float64))  # [block, T]
+    return np.concatenate(parts)  # [n_rows, T]
+
+
+def softmax_weights(S):
+    """Softmax over the last axis, in float64 (torch's, so it never overflows)."""
+    with _one_torch_thread() as torch:
+        return torch.softmax(torch.as_tensor(S, dtype=torch.float64), dim=-1).numpy()
+
+
+def jacobian_norms(S):
+    """Frobenius norm of d softmax(s) / d s for every row s of S [N, T], via autograd -> [N].
+
+    Row j of each Jacobian is the gradient of output weight j; the rows of S are
+    independent, so one backward pass per key gives that row for all N rows at once.
+    """
+    with _one_torch_thread() as torch:
+        s = torch.as_tensor(np.asarray(S), dtype=torch.float64).clone().requires_grad_(True)
+        p = torch.softmax(s, dim=-1)  # [N, T]
+        squared = torch.zeros(s.shape[:-1], dtype=torch.float64)  # [N]
+        for j in range(s.shape[-1]):
+            (grad,) = torch.autograd.grad(p[..., j].sum(), s, retain_graph=True)  # [N, T]
+            squared += (grad**2).sum(-1)
+        return squared.sqrt().numpy()
+
+
+def uniform_jacobian_norm(T):
+    """‖J‖_F of a uniform softmax over T keys: J = I/T − 11ᵀ/T², so ‖J‖_F = √(T−1)/T."""
+    return float(np.sqrt(T - 1) / T)
+
+
+def row_stats(S, entropy, one_hot_share, threshold=0.9, tiny=0.01):
+    """Saturation statistics of the softmax of S [N, T], using the learner's functions."""
+    A = softmax_weights(S)  # [N, T]
+    J = jacobian_norms(S)  # [N]
+    return {
+        "std_scores": float(np.std(S)),
+        "mean_max_weight": float(A.max(axis=-1).mean()),
+        "mean_entropy": float(np.mean(entropy(A))),
+        "one_hot_share": float(one_hot_share(A, threshold)),
+        "median_J": float(np.median(J)),
+        "mean_J": float(np.mean(J)),
+        "tiny_J_share": float(np.mean(J < tiny)),
+    }
+
+
+def sweep(score_fns, d_ks, T, n_rows, entropy, one_hot_share, threshold=0.9, tiny=0.01, seed=0):
+    """``row_stats`` for each label in ``score_fns`` (e.g. scaled, unscaled) and each d_k.
+
+    The same random queries and keys are used for every label at a given d_k, so the
+    labels differ only in the score function.
+    """
+    rows = []
+    for d_k in d_ks:
+        for label, fn in score_fns.items():
+            S = sample_scores(fn, d_k, T, n_rows, seed=seed + d_k)
+            stats = row_stats(S, entropy, one_hot_share, threshold, tiny)
+            rows.append({"d_k": d_k, "scores": label, "T": T, "rows": n_rows, **stats})
+    return rows
+
+
+COLUMNS = [  # (key, header, format)
+    ("d_k", "d_k", "{:>5d}"),
+    ("scores", "scores", "{:>9s}"),
+    ("std_scores", "std(S)", "{:>7.2f}"),
+    ("mean_max_weight", "max w", "{:>6.2f}"),
+    ("one_hot_share", "P(max>.9)", "{:>9.2f}"),
+    ("mean_entropy", "entropy", "{:>7.2f}"),
+    ("median_J", "median‖J‖", "{:>9.4f}"),
+    ("mean_J", "mean‖J‖", "{:>8.3f}"),
+    ("tiny_J_share", "P(‖J‖<.01)", "{:>10.2f}"),
+]
+
+
+def format_table(rows):
+    """The sweep as a fixed-width text table, one line per (d_k, scores)."""
+    header = " ".join(f"{h:>{len(fmt.format(rows[0][k]))}}" for k, h, fmt in COLUMNS)
+    lines = [header]
+    for row in rows:
+        lines.append(" ".join(fmt.format(row[k]) for k, _, fmt in COLUMNS))
+    return "\n".join(lines)
