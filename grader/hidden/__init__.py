@@ -12,8 +12,8 @@ import importlib
 import os
 import pkgutil
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -35,9 +35,11 @@ REGISTRY: dict[str, Exercise] = {}
 
 def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None):
     """Decorator: register the function below as the reference for exercise ``name``."""
+
     def register(reference):
         REGISTRY[name] = Exercise(reference, cases, list(mistakes), atol, rtol, outcome)
         return reference
+
     return register
 
 
@@ -71,7 +73,7 @@ def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
     """True when ``got`` matches ``want`` in structure, shape and value."""
     got_parts, want_parts = _as_parts(got), _as_parts(want)
     return len(got_parts) == len(want_parts) and all(
-        g.shape == w.shape and np.allclose(g, w, atol=atol, rtol=rtol)
+        g.shape == w.shape and np.allclose(g, w, atol=atol, rtol=rtol, equal_nan=True)
         for g, w in zip(got_parts, want_parts)
     )
 
