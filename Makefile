@@ -10,7 +10,7 @@ OUT ?= out
 
 .PHONY: setup lab test release grade data bench handouts bundle lint browser clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# Jupyter refuses to run as root unless told; a learner's laptop never needs this.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) notebooks
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR) notebooks
 
 test: setup browser
 	$(PY) -m pytest

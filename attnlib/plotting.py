@@ -3,8 +3,17 @@
 import numpy as np
 
 
-def heatmap(A, tokens=None, keys=None, ax=None, title=None, cmap="viridis", vmin=0.0, vmax=None,
-            annotate=False):
+def heatmap(
+    A,
+    tokens=None,
+    keys=None,
+    ax=None,
+    title=None,
+    cmap="viridis",
+    vmin=0.0,
+    vmax=None,
+    annotate=False,
+):
     """Draw a score or attention matrix: rows are queries (y), columns keys (x).
 
     ``tokens`` labels both axes (self-attention); ``keys`` labels the columns when

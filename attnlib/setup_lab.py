@@ -1,7 +1,10 @@
 """One-time JupyterLab set-up for the course environment (run by `make setup`).
 
-Ships the course's JupyterLab settings into this environment (no news or update
-pop-ups) and enables nbgrader's extensions, so the Validate button is there.
+Ships the course's JupyterLab settings into this environment and enables nbgrader's
+extensions, so the Validate button is there. The settings make a learner's first
+open quiet: no news or update pop-ups, no kernel picker, notebooks listed in course
+order. They are JupyterLab *overrides* (defaults a learner can still change), written
+to ``<env>/share/jupyter/lab/settings/overrides.json``. The browser test checks them.
 """
 
 import json
@@ -10,25 +13,50 @@ import sys
 from pathlib import Path
 
 SETTINGS = {
+    # No "Would you like to get notified about official Jupyter news?" toast, no
+    # update check (both would also reach out to the network).
     "@jupyterlab/apputils-extension:notification": {
         "checkForUpdates": False,
         "fetchNews": "false",
     },
-    "@jupyterlab/filebrowser-extension:browser": {"sortNotebooksFirst": True},
+    # The notebooks carry a kernelspec; if a machine lacks it, start the default
+    # Python kernel rather than asking a beginner to pick one.
+    "@jupyterlab/notebook-extension:tracker": {
+        "autoStartDefaultKernel": True,
+        "enableKernelInitNotification": False,
+    },
+    # 01_..., 02_..., in course order (natural sort, folders and notebooks first).
+    "@jupyterlab/filebrowser-extension:browser": {
+        "sortNotebooksFirst": True,
+        "sortFileNamesNaturally": True,
+        "showHiddenFiles": False,
+    },
+    # The extension manager queries PyPI when opened; a course laptop does not need it.
+    "@jupyterlab/extensionmanager-extension:plugin": {"enabled": False},
 }
 
 
+def settings_path(prefix: str = sys.prefix) -> Path:
+    """Where JupyterLab reads this environment's setting overrides."""
+    return Path(prefix, "share", "jupyter", "lab", "settings", "overrides.json")
+
+
+def write_settings(prefix: str = sys.prefix) -> Path:
+    path = settings_path(prefix)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(SETTINGS, indent=2) + "\n")
+    return path
+
+
 def main() -> None:
-    settings_dir = Path(sys.prefix, "share", "jupyter", "lab", "settings")
-    settings_dir.mkdir(parents=True, exist_ok=True)
-    (settings_dir / "overrides.json").write_text(json.dumps(SETTINGS, indent=2) + "\n")
+    path = write_settings()
     jupyter = Path(sys.executable).with_name("jupyter")
     for cmd in (
         [jupyter, "labextension", "enable", "@jupyter/nbgrader", "--level=sys_prefix"],
         [jupyter, "server", "extension", "enable", "nbgrader", "--sys-prefix"],
     ):
         subprocess.run(cmd, check=True, capture_output=True)
-    print(f"JupyterLab settings written to {settings_dir}")
+    print(f"JupyterLab settings written to {path}")
 
 
 if __name__ == "__main__":

@@ -23,12 +23,13 @@ class UserError(Exception):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module, summary) in COMMANDS.items():
+    for name, (_module, summary) in COMMANDS.items():
         sub.add_parser(name, help=summary, add_help=False)
     args, rest = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
-    command = argparse.ArgumentParser(prog=f"python -m grader {args.command}",
-                                      description=COMMANDS[args.command][1])
+    command = argparse.ArgumentParser(
+        prog=f"python -m grader {args.command}", description=COMMANDS[args.command][1]
+    )
     module.add_arguments(command)
     try:
         return module.run(command.parse_args(rest)) or 0

@@ -51,7 +51,8 @@ def exercises(assignment: str) -> list[Exercise]:
         if meta.get("solution") and not meta.get("grade"):  # autograded answer
             found.append(Exercise(assignment, meta["grade_id"], autograded=True))
         elif meta.get("solution") and meta.get("grade"):  # written answer, graded by hand
-            found.append(Exercise(assignment, meta["grade_id"], False, float(meta.get("points", 0))))
+            points = float(meta.get("points", 0))
+            found.append(Exercise(assignment, meta["grade_id"], False, points))
         elif meta.get("grade") and not meta.get("solution"):  # autograded test cell
             if not found or not meta["grade_id"].startswith(f"test_{found[-1].grade_id}"):
                 raise ValueError(

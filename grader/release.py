@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.course import REPO_ROOT, RELEASE, assignments
+from grader.course import RELEASE, REPO_ROOT, assignments
 
 
 def add_arguments(parser):
-    parser.add_argument("--dest", type=Path, default=RELEASE,
-                        help="release folder (default: notebooks/)")
+    parser.add_argument(
+        "--dest", type=Path, default=RELEASE, help="release folder (default: notebooks/)"
+    )
 
 
 def release(dest: Path = RELEASE) -> list[Path]:
@@ -21,10 +22,19 @@ def release(dest: Path = RELEASE) -> list[Path]:
     dest = dest.resolve()
     for assignment in assignments():
         subprocess.run(
-            [sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
-             "--no-db", "--force", "--log-level=WARN",
-             f"--CourseDirectory.release_directory={dest}"],
-            cwd=REPO_ROOT, check=True,
+            [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "generate_assignment",
+                assignment,
+                "--no-db",
+                "--force",
+                "--log-level=WARN",
+                f"--CourseDirectory.release_directory={dest}",
+            ],
+            cwd=REPO_ROOT,
+            check=True,
         )
     return sorted(dest.glob("*/*.ipynb"))
 

@@ -12,7 +12,9 @@ def _namespace(path):
     ns: dict = {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
-        runnable = meta.get("grade_id") == "imports" or (meta.get("solution") and not meta.get("grade"))
+        runnable = meta.get("grade_id") == "imports" or (
+            meta.get("solution") and not meta.get("grade")
+        )
         if cell.cell_type == "code" and runnable:
             exec(compile(cell.source, f"{path.name}:{meta['grade_id']}", "exec"), ns)
     return ns

@@ -12,7 +12,7 @@ def test_release_is_up_to_date(tmp_path):
     assert [p.relative_to(tmp_path / "release") for p in fresh] == [
         p.relative_to(RELEASE) for p in committed
     ], "notebooks/ has different files from a fresh release: run `make release`"
-    for new, old in zip(fresh, committed):
+    for new, old in zip(fresh, committed, strict=True):
         assert new.read_bytes() == old.read_bytes(), f"{old} is stale: run `make release`"
 
 

@@ -8,12 +8,54 @@ class CheckFailed(AssertionError):
     """A check failed; the message says what is wrong and, where it can tell, why."""
 
 
-def _one_line(shell, etype, value, tb, tb_offset=None):
-    """Show a failed check as one red line instead of a traceback wall.
+def _from_cell(code) -> bool:
+    return "ipykernel" in code.co_filename or code.co_filename.startswith("<ipython")
 
-    The line is still sent as an error output, so nbgrader counts the cell as failed.
+
+def _stub_name(tb):
+    """The learner's function that raised NotImplementedError, if it was defined in a cell."""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return code.co_name if _from_cell(code) and code.co_name != "<module>" else None
+
+
+def _unwritten(shell):
+    """Exercise functions in the notebook that are still the release's stub."""
+    found = {}  # by the function's own name, so aliases are listed once
+    for obj in list(shell.user_ns.values()):
+        code = getattr(obj, "__code__", None)
+        if code is not None and _from_cell(code) and "NotImplementedError" in code.co_names:
+            found[code.co_name] = None
+    return list(found)
+
+
+def _red(text):
+    return [f"\x1b[1;31m✗ {text}\x1b[0m"]
+
+
+def _one_line(shell, etype, value, tb, tb_offset=None):
+    """Show a failed check, a call to an unwritten exercise, or what follows from one,
+    as one red line. It is still sent as an error output, so nbgrader counts the cell
+    as failed. Anything else keeps its ordinary traceback.
     """
-    stb = [f"\x1b[1;31m✗ {value}\x1b[0m"]
+    stubs = _unwritten(shell)
+    if issubclass(etype, CheckFailed):
+        stb = _red(value)
+    elif issubclass(etype, NotImplementedError) and (name := _stub_name(tb)):
+        stb = _red(
+            f"This cell uses `{name}`, which isn't written yet: finish its exercise above "
+            "(replace `raise NotImplementedError()`), run that cell, then this one."
+        )
+    elif issubclass(etype, NameError) and stubs:
+        listed = ", ".join(f"`{n}`" for n in stubs)
+        verb, it = ("isn't", "it") if len(stubs) == 1 else ("aren't", "them")
+        stb = _red(
+            f"{value}: probably an earlier cell stopped because {listed} {verb} written yet. "
+            f"Finish {it}, then run the cells from there again (or check the spelling)."
+        )
+    else:
+        stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     shell._showtraceback(etype, value, stb)
     return stb
 
@@ -25,7 +67,7 @@ def _install_one_line_errors():
         return
     shell = get_ipython()
     if shell is not None:
-        shell.set_custom_exc((CheckFailed,), _one_line)
+        shell.set_custom_exc((CheckFailed, NotImplementedError, NameError), _one_line)
 
 
 _install_one_line_errors()
@@ -55,7 +97,9 @@ def as_array(out, name, what="the result"):
         out = np.asarray(out)
     if not isinstance(out, np.ndarray):
         hint = " (a torch tensor? convert with `.numpy()`)" if hasattr(out, "detach") else ""
-        raise CheckFailed(f"`{name}` should return a NumPy array as {what}, got {type(out).__name__}{hint}.")
+        raise CheckFailed(
+            f"`{name}` should return a NumPy array as {what}, got {type(out).__name__}{hint}."
+        )
     if not np.issubdtype(out.dtype, np.number):
         raise CheckFailed(f"`{name}` returned an array of {out.dtype}; expected numbers.")
     return out
@@ -66,7 +110,8 @@ def expect_shape(out, shape, name, hint=""):
     out = as_array(out, name)
     if out.shape != tuple(shape):
         raise CheckFailed(
-            f"`{name}` returned shape {out.shape}, expected {tuple(shape)}." + (f" {hint}" if hint else "")
+            f"`{name}` returned shape {out.shape}, expected {tuple(shape)}."
+            + (f" {hint}" if hint else "")
         )
     return out
 
@@ -75,7 +120,8 @@ def expect_finite(out, name, hint=""):
     if not np.all(np.isfinite(out)):
         bad = np.size(out) - np.count_nonzero(np.isfinite(out))
         raise CheckFailed(
-            f"`{name}` returned {bad} NaN or infinite value(s) out of {np.size(out)}." + (f" {hint}" if hint else "")
+            f"`{name}` returned {bad} NaN or infinite value(s) out of {np.size(out)}."
+            + (f" {hint}" if hint else "")
         )
 
 
@@ -83,7 +129,11 @@ def expect_close(out, expected, name, hint="", atol=1e-6, rtol=1e-5):
     """Values next: compare, and report the worst entry."""
     out = expect_shape(out, np.shape(expected), name)
     if not np.allclose(out, expected, atol=atol, rtol=rtol):
-        idx = np.unravel_index(np.argmax(np.abs(out - expected)), np.shape(expected)) if out.ndim else ()
+        idx = (
+            np.unravel_index(np.argmax(np.abs(out - expected)), np.shape(expected))
+            if out.ndim
+            else ()
+        )
         raise CheckFailed(
             f"`{name}` gave {np.asarray(out)[idx]:.4g} at index {tuple(int(i) for i in idx)}, "
             f"expected {np.asarray(expected)[idx]:.4g}." + (f" {hint}" if hint else "")

@@ -74,7 +74,7 @@ def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
     got_parts, want_parts = _as_parts(got), _as_parts(want)
     return len(got_parts) == len(want_parts) and all(
         g.shape == w.shape and np.allclose(g, w, atol=atol, rtol=rtol, equal_nan=True)
-        for g, w in zip(got_parts, want_parts)
+        for g, w in zip(got_parts, want_parts, strict=True)
     )
 
 

@@ -1,0 +1,368 @@
+"""The course as a learner meets it: JupyterLab in a real browser.
+
+Starts JupyterLab the way `make lab` does (its command is read from the Makefile), in a
+copy of the course in a temporary folder, and drives Debian's Chromium with Playwright
+(the installed browser: nothing is downloaded). It checks the first open is quiet, steps
+through a student notebook cell by cell, then runs a finished notebook and presses
+nbgrader's Validate button. Screenshots go to artifacts/browser/.
+"""
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attnlib import setup_lab
+from grader.course import RELEASE, REPO_ROOT, assignments, source_path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+SHOTS = REPO_ROOT / "artifacts" / "browser"
+COPY_IGNORE = shutil.ignore_patterns(
+    ".venv", ".git", "artifacts", "handouts", "dist", "out", "__pycache__", ".pytest_cache",
+    ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
+)  # fmt: skip
+STEP = 90_000  # ms: the longest any one browser action or cell may take
+UNWRITTEN = re.compile(r"^✗ .+ isn't written yet\b.*$")  # the expected one-line message
+
+
+def _lab_command(course: Path) -> list[str]:
+    """`make lab`'s jupyter command, for a course copy in ``course``."""
+    recipe = re.search(r"^lab:.*\n\t(.+)$", (REPO_ROOT / "Makefile").read_text(), re.M).group(1)
+    venv = Path(sys.executable).parent.parent
+    allow_root = "--allow-root" if os.geteuid() == 0 else ""  # as the Makefile decides
+    recipe = recipe.replace("$(ALLOW_ROOT)", allow_root)
+    words = recipe.replace("$(VENV)", str(venv)).replace("$(CURDIR)", str(course)).split()
+    assert "$(" not in " ".join(words), f"unexpected make variable in the lab recipe: {recipe}"
+    return words
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def released(release: Path = RELEASE) -> list[str]:
+    """The student notebooks' folders, in course order."""
+    return [d.name for d in sorted(release.iterdir()) if (d / f"{d.name}.ipynb").is_file()]
+
+
+class Lab:
+    """A JupyterLab server on 127.0.0.1 with a token, started and stopped cleanly."""
+
+    def __init__(self, course: Path, home: Path):
+        self.port, self.token = _free_port(), secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ)
+        for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR",
+                    "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR",
+                    "MPLCONFIGDIR"):  # fmt: skip
+            env[var] = str(home / var.lower())  # a first-time user: nothing saved yet
+        cmd = _lab_command(course) + [
+            "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+        ]  # fmt: skip
+        self.log = (home / "lab.log").open("w")
+        self.proc = subprocess.Popen(
+            cmd, cwd=course, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"JupyterLab exited:\n{self.log_text()}"
+            try:
+                self.api("api/status")
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            self.stop()
+            pytest.fail(f"JupyterLab did not answer within 90 s:\n{self.log_text()}")
+        served = re.search(r"Serving notebooks from local directory: (.+)", self.log_text())
+        self.root = Path(served.group(1).strip())
+
+    def api(self, path, method="GET"):
+        req = urllib.request.Request(f"{self.url}/{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})  # fmt: skip
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+        return json.loads(body) if body else None
+
+    def log_text(self) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text()[-4000:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.api("api/shutdown", method="POST")  # shuts its kernels down too
+                self.proc.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait(timeout=10)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
+    installed = json.loads(setup_lab.settings_path().read_text())
+    assert installed == setup_lab.SETTINGS, "the course's JupyterLab settings are stale: make setup"
+    course = tmp_path_factory.mktemp("course") / "attention-step-by-step"
+    shutil.copytree(REPO_ROOT, course, ignore=COPY_IGNORE)
+    # A finished copy of the first notebook, next to the learner's, for the Validate button.
+    first = released(course / "notebooks")[0]
+    shutil.copy(source_path(first), course / "notebooks" / first / f"{first}_finished.ipynb")
+    server = Lab(course, tmp_path_factory.mktemp("home"))
+    server.release = course / "notebooks"
+    assert server.root.resolve().is_relative_to(course.resolve()), "must serve the copy only"
+    yield server
+    server.stop()
+    assert server.proc.returncode is not None, "JupyterLab is still running"
+    assert not list(RELEASE.glob("*/*_finished.ipynb")), "the test wrote into the checkout"
+
+
+@pytest.fixture(scope="module")
+def page(lab, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM),
+            headless=True, args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000},
+        )  # fmt: skip
+        context.set_default_timeout(STEP)
+        page = context.new_page()
+        page.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded")
+        page.locator(".jp-DirListing-item").first.wait_for()
+        yield page
+        context.close()
+
+
+def _listing(page) -> list[str]:
+    page.locator(".jp-DirListing-item").first.wait_for()
+    return page.locator(".jp-DirListing-itemText").all_inner_texts()
+
+
+def _open_notebook(page, relpath: str):
+    """Open a notebook and wait until its kernel is idle."""
+    page.goto(page.url.split("/lab")[0] + f"/lab/tree/{relpath}", wait_until="domcontentloaded")
+    panel = page.locator(".jp-NotebookPanel:visible")
+    panel.locator(".jp-Cell").first.wait_for()
+    _wait_idle(page)
+    page.wait_for_timeout(1500)  # the kernel reports idle a moment before it takes requests
+    return panel
+
+
+def _wait_idle(page):
+    """Wait until the notebook's kernel is connected and idle (status bar: "<kernel> | Idle")."""
+    page.wait_for_function(
+        """() => { const bar = document.querySelector('#jp-main-statusbar');
+                   return bar && /\\| Idle/.test(bar.innerText)
+                          && !/No Kernel/.test(bar.innerText); }""",
+        timeout=STEP,
+    )
+
+
+def _run_cell_by_cell(page, panel, n_cells: int) -> int:
+    """Shift+Enter through every cell, as a learner does; return the number of code cells run.
+
+    Stepping (rather than Run All) keeps going past the expected failing checks.
+    """
+    panel.locator(".jp-Cell").first.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")  # command mode, first cell active
+    ran = 0
+    for i in range(n_cells):
+        cell = panel.locator(".jp-Cell.jp-mod-active").element_handle()
+        is_code = "jp-CodeCell" in (cell.get_attribute("class") or "")
+        page.keyboard.press("Shift+Enter")
+        if is_code:
+            ran += 1
+            deadline = time.monotonic() + STEP / 1000
+            prompt = cell.query_selector(".jp-InputArea-prompt")
+            while not re.fullmatch(r"\[\d+\]:", prompt.text_content().strip()):
+                assert time.monotonic() < deadline, f"cell {i} did not finish"
+                time.sleep(0.1)
+    _wait_idle(page)
+    return ran
+
+
+def _shown_errors(panel) -> list[str]:
+    """Every error or stderr output the learner sees, as text."""
+    sel = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+    return [t.strip() for t in panel.locator(sel).all_text_contents()]
+
+
+def _gist(error: str) -> str:
+    """Where an error happened and what it was, in one line."""
+    lines = [line for line in error.splitlines() if line.strip() and set(line.strip()) != {"-"}]
+    where = next((line.strip() for line in lines if line.startswith("Cell In[")), "")
+    return f"  {where} → {lines[-1].strip() if lines else '(empty)'}"[:300]
+
+
+def _rendered_figures(panel) -> list[int]:
+    """Width in pixels of every figure, once decoded (0 would be a broken image)."""
+    return panel.evaluate(
+        """async p => Promise.all([...p.querySelectorAll('.jp-RenderedImage img')].map(
+            async img => { try { await img.decode(); } catch (e) {} return img.naturalWidth; }))"""
+    )
+
+
+def _figure_cells(nb, skip_if_calling=()) -> int:
+    """How many code cells draw a figure; optionally skip those that use the named functions."""
+    plotting = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+    names = "|".join(map(re.escape, skip_if_calling))
+    calls = re.compile(rf"\b({names})\b") if names else None
+    return sum(
+        c.cell_type == "code" and bool(plotting.search(c.source))
+        and not (calls and calls.search(c.source))
+        for c in nb.cells
+    )  # fmt: skip
+
+
+def _exercise_names(nb) -> list[str]:
+    return [
+        c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+    ]  # fmt: skip
+
+
+def test_first_open_is_quiet_and_in_course_order(lab, page):
+    page.wait_for_timeout(3000)  # news, update and kernel prompts appear within a second or two
+    page.screenshot(path=SHOTS / "1-first-open.png")
+    listing = _listing(page)
+    if "notebooks" in listing and (lab.root / "notebooks").is_dir():
+        page.locator(".jp-DirListing-item", has_text="notebooks").dblclick()
+        page.wait_for_timeout(500)
+        listing = _listing(page)
+    in_order = released(lab.release)
+    assert listing == in_order, "the file browser should list the notebooks in course order"
+    assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
+    toasts = page.locator(".Toastify__toast").all_inner_texts()
+    assert not toasts, f"pop-ups on first open: {toasts}"
+
+    # Opening the first notebook by double-clicks starts its kernel without asking.
+    first = released(lab.release)[0]
+    page.locator(".jp-DirListing-item", has_text=first).first.dblclick()
+    page.locator(".jp-DirListing-item", has_text=f"{first}.ipynb").first.dblclick()
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
+    _wait_idle(page)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=SHOTS / "2-notebook-opened.png")
+    assert page.locator(".jp-Dialog").count() == 0, (
+        f"a dialog opened with the notebook: {page.locator('.jp-Dialog').all_inner_texts()}"
+    )
+    kernel = page.locator(".jp-NotebookPanel:visible .jp-KernelName").inner_text()
+    assert "Python 3" in kernel, f"kernel shown: {kernel!r}"
+    assert not page.locator(".Toastify__toast").all_inner_texts()
+
+
+def test_student_notebook_runs_with_only_friendly_messages(lab, page):
+    first = released(lab.release)[0]
+    served = lab.root.relative_to(lab.root.parent)  # notebooks/ or the course root
+    prefix = "" if served.name == "notebooks" else "notebooks/"
+    panel = _open_notebook(page, f"{prefix}{first}/{first}.ipynb")
+    student = nbformat.read(lab.release / first / f"{first}.ipynb", as_version=4)
+    ran = _run_cell_by_cell(page, panel, len(student.cells))
+    assert ran == sum(c.cell_type == "code" for c in student.cells)
+    widths = _rendered_figures(panel)
+    if widths:
+        panel.locator(".jp-RenderedImage img").first.scroll_into_view_if_needed()
+    page.screenshot(path=SHOTS / f"3-student-{first}.png")
+
+    errors = _shown_errors(panel)
+    unexpected = [e for e in errors if not (UNWRITTEN.match(e) and "\n" not in e)]
+    assert not unexpected, (
+        "cells show errors a learner should not see (only the one-line "
+        "'✗ ... isn't written yet' is expected):\n" + "\n".join(_gist(e) for e in unexpected)
+    )
+    visible_checks = [  # test cells with code left in the release (hidden ones are emptied)
+        c for c in student.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+        and any(line.strip() and not line.lstrip().startswith("#") for line in c.source.split("\n"))
+    ]  # fmt: skip
+    assert len(errors) == len(visible_checks), (
+        f"each of the {len(visible_checks)} visible checks should say its exercise isn't "
+        f"written yet; saw {len(errors)} message(s)"
+    )
+    assert all(w > 0 for w in widths), f"broken figure(s): widths {widths}"
+    demos = _figure_cells(student, skip_if_calling=_exercise_names(student))
+    assert len(widths) >= demos, f"{demos} demo figure(s) expected, {len(widths)} rendered"
+
+
+def test_finished_notebook_passes_validate(lab, page):
+    first = released(lab.release)[0]
+    served = lab.root.relative_to(lab.root.parent)
+    prefix = "" if served.name == "notebooks" else "notebooks/"
+    panel = _open_notebook(page, f"{prefix}{first}/{first}_finished.ipynb")
+    page.locator("#jp-MainMenu").get_by_text("Run", exact=True).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    _wait_idle(page)
+    prompts = panel.locator(".jp-CodeCell .jp-InputArea-prompt")
+    deadline = time.monotonic() + STEP / 1000
+    while not all(re.fullmatch(r"\[\d+\]:", t.strip()) for t in prompts.all_text_contents()):
+        if time.monotonic() > deadline:
+            page.screenshot(path=SHOTS / f"4-finished-{first}.png")
+            pytest.fail(f"Run All did not finish: {prompts.all_text_contents()}")
+        time.sleep(0.2)
+    errors = _shown_errors(panel)
+    assert not errors, f"the finished notebook shows errors: {errors}"
+    widths = _rendered_figures(panel)
+    assert all(w > 0 for w in widths), f"broken figure(s): widths {widths}"
+    finished = nbformat.read(source_path(first), as_version=4)
+    assert len(widths) >= _figure_cells(finished), "a plotting cell showed no figure"
+    page.screenshot(path=SHOTS / f"4-finished-{first}.png")
+
+    panel.locator(".validate-button").click()
+    verdict = page.locator(".jp-Dialog #validation-message")
+    verdict.wait_for(timeout=180_000)
+    page.screenshot(path=SHOTS / f"5-validate-{first}.png")
+    text = verdict.inner_text()
+    assert "validation-success" in (verdict.get_attribute("class") or ""), text
+    assert "Success" in text and "passes all the tests" in text, text
+    page.locator(".jp-Dialog").get_by_role("button").last.click()
+
+
+def _imports_cell(nb) -> str:
+    return next(
+        c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "imports"
+    )
+
+
+def test_notebooks_without_torch_do_not_import_it():
+    """Time to first feedback: a notebook that never uses torch must not load it."""
+    probe = "\nimport sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    torch_free = []
+    for assignment in assignments():
+        nb = nbformat.read(source_path(assignment), as_version=4)
+        if any(c.cell_type == "code" and re.search(r"\btorch\b", c.source) for c in nb.cells):
+            continue
+        out = subprocess.run(
+            [sys.executable, "-c", _imports_cell(nb) + probe], capture_output=True, text=True,
+            timeout=120, cwd=source_path(assignment).parent,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "[]", f"{assignment}'s imports load torch: {out.stdout[:200]}"
+        torch_free.append(assignment)
+    assert "01_soft_lookup" in torch_free, "notebook 01 needs no torch and must not mention it"

@@ -1,0 +1,113 @@
+"""The README is true: every command it shows is run by the suite (or the browser test),
+the files it names exist, and the grading outputs it lists are the ones the grader writes."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from grader.course import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
+MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+
+# Each command the README shows -> (file, text in it) proving a test or `make test` runs it.
+COVERED = {
+    "make lab": ("tests/test_browser.py", "_lab_command(course)"),  # make lab's own command
+    "make test": (".ci/run", "make test"),
+    "make release": ("tests/test_release_sync.py", "from grader.release import release"),
+    "make grade": ("tests/test_autograde.py", '"-m", "grader", "autograde"'),
+    "make bundle": ("tests/test_bundle.py", '"-m", "grader", "bundle"'),
+    "make handouts": ("tests/test_handouts.py", "from grader.handouts import"),
+    # `make test` depends on `setup`, whose recipe makes the venv and pip-installs the course.
+    "python3 -m venv .venv": ("Makefile", "$(PYTHON) -m venv $(VENV)"),
+    ".venv/bin/pip install -e .": ("Makefile", "$(PY) -m pip install --quiet -e"),
+    "conda env create -f environment.yml": ("tests/test_pins.py", "environment.yml"),
+}
+# What `make X` runs, for the make targets above.
+RECIPES = {
+    "release": "$(PY) -m grader release",
+    "grade": "$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)",
+    "bundle": "$(PY) -m grader bundle",
+    "handouts": "$(PY) -m grader handouts --out handouts",
+    "lab": "$(VENV)/bin/jupyter lab",
+    "test": "$(PY) -m pytest",
+    "bench": "$(PY) -m bench",
+}
+
+
+def readme_commands() -> list[str]:
+    """The command lines of the README's shell blocks, comments dropped."""
+    blocks = re.findall(r"^ *```(?:sh|bash|console)\n(.*?)^ *```", README, re.S | re.M)
+    lines = (line.split("#")[0].strip() for block in blocks for line in block.splitlines())
+    return [line for line in lines if line]
+
+
+def _recipe(target: str) -> str:
+    match = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", MAKEFILE, re.M)
+    assert match, f"Makefile has no `{target}` target"
+    return match.group(1)
+
+
+def test_the_two_commands_come_first():
+    first = readme_commands()[:2]
+    assert first == ["make lab", "make test"], first
+    assert README.index("make lab") < README.index("## Learners")
+
+
+@pytest.mark.parametrize("command", readme_commands())
+def test_every_command_shown_is_tested(command):
+    key = next((k for k in COVERED if command == k or command.startswith(k + " ")), None)
+    assert key, f"README shows `{command}`, which no test covers: add a test, then COVERED"
+    path, evidence = COVERED[key]
+    assert evidence in (REPO_ROOT / path).read_text(), f"{path} no longer runs `{command}`"
+    if key.startswith("make "):
+        target = key.split()[1]
+        assert RECIPES[target] in _recipe(target), f"`{key}` no longer runs {RECIPES[target]}"
+        for assignment in re.findall(r"(\w+)=\S+", command):  # e.g. SUBMISSIONS=..., OUT=...
+            assert f"$({assignment})" in _recipe(target), f"`{key}` ignores {assignment}"
+
+
+def test_make_test_runs_the_browser_test():
+    assert re.search(r"^test: .*\bbrowser\b", MAKEFILE, re.M)
+    assert "executable_path" in (REPO_ROOT / "tests" / "test_browser.py").read_text()
+
+
+def test_links_and_named_files_exist():
+    for link in re.findall(r"\]\(([^)#]+)\)", README):
+        assert (REPO_ROOT / link).exists(), f"README links to a missing {link}"
+    for name in ("environment.yml", "pyproject.toml", "STYLE_GUIDE.md", "solutions", "notebooks"):
+        assert name in README and (REPO_ROOT / name).exists(), name
+
+
+def test_grading_outputs_listed_are_written_by_the_grader():
+    section = README[README.index("## Instructors") : README.index("## Workshop hosts")]
+    listed = set(re.findall(r"`([\w/<>.-]+\.(?:csv|html|png|db)|[\w]+/)`", section))
+    grader = "".join(p.read_text() for p in (REPO_ROOT / "grader").glob("*.py"))
+    for name in listed - {"notebooks/", "solutions/", "grader/"}:
+        stem = name.replace("<student>", "").strip("/").split("/")[-1] or name
+        assert stem in grader, f"README says OUT holds {name}, but the grader never writes it"
+    assert {"grades.csv", "totals.csv", "report/index.html"} <= listed
+
+
+def test_bench_runner_states_the_machine_and_finds_the_benchmarks():
+    """`make bench` (see docs/benchmarks.md) runs every bench/p*.py and states the machine."""
+    probe = (
+        "import json; from bench.__main__ import machine, modules, table; "
+        "print(json.dumps([modules(), machine(), table([('m', '1 s', '<= 2 s')])]))"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    found, info, rows = json.loads(run.stdout)
+    assert {"p1_series", "p4_first_feedback"} <= set(found)
+    assert info["cores"].isdigit() and "GiB" in info["RAM"] and info["CPU"] != "unknown"
+    assert info["torch"] != "not installed" and info["numpy"] != "not installed"
+    assert rows[-1] == "| m | 1 s | <= 2 s |"
+    wrong = subprocess.run([sys.executable, "-m", "bench", "p0_nothing"], cwd=REPO_ROOT,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert wrong.returncode != 0 and "no benchmark p0_nothing" in wrong.stderr
+    doc = (REPO_ROOT / "docs" / "benchmarks.md").read_text()
+    assert "Machine:" in doc and "cores" in doc and "| metric | measured | target |" in doc
