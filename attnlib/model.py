@@ -1,0 +1,178 @@
+"""A tiny transformer whose attention weights stay visible.
+
+Attention is written out as ``softmax(Q Kᵀ / √d_k + M) V`` (no fused kernel) so every
+call keeps its weights in ``.weights``: rows are queries, columns keys. The default
+model is the one the research notes measured: 2 layers, 4 heads, d_model = 64,
+attention only, pre-LayerNorm, rotary positions (RoPE).
+"""
+
+import math
+
+import torch
+from torch import nn
+
+
+def rope(x, positions, base=10000.0):
+    """Rotate pairs (x[2i], x[2i+1]) of ``x [..., T, d]`` by ``positions [T]`` times a
+    frequency per pair (rotary position embedding). Scores of rotated queries and keys
+    then depend on positions only through their difference."""
+    d = x.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
+    angle = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # [T, d/2]
+    cos, sin = angle.cos(), angle.sin()
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+
+
+def causal_mask(T, device=None):
+    """Additive [T, T] mask: 0 where key j ≤ query i, −∞ above the diagonal."""
+    return torch.full((T, T), float("-inf"), device=device).triu(1)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention, one layer, without the residual connection.
+
+    ``W_Q``, ``W_K``, ``W_V`` map d_model → n_heads·d_head; ``W_O`` maps back (or is
+    ``None`` when ``out_proj=False``, which needs n_heads·d_head == d_model). After each
+    call, ``self.weights`` holds the attention pattern, detached:
+    ``[B, n_heads, T, T]`` (or ``[n_heads, T, T]`` for an unbatched ``[T, d_model]`` input).
+    """
+
+    def __init__(self, d_model, n_heads=1, d_head=None, causal=True, rope=False, out_proj=True):
+        super().__init__()
+        d_head = d_head or d_model // n_heads
+        if rope and d_head % 2:
+            raise ValueError(
+                f"RoPE rotates pairs of coordinates: d_head must be even, not {d_head}"
+            )
+        if not out_proj and n_heads * d_head != d_model:
+            raise ValueError("Without an output projection, n_heads * d_head must equal d_model.")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_head
+        self.causal, self.rope = causal, rope
+        self.W_Q = nn.Linear(d_model, n_heads * d_head, bias=False)
+        self.W_K = nn.Linear(d_model, n_heads * d_head, bias=False)
+        self.W_V = nn.Linear(d_model, n_heads * d_head, bias=False)
+        self.W_O = nn.Linear(n_heads * d_head, d_model, bias=False) if out_proj else None
+        self.weights = None
+
+    def forward(self, x, mask=None, positions=None):
+        """``x [B, T, d_model]`` or ``[T, d_model]``; ``mask`` an optional additive [T, T]
+        (added to the causal mask when ``causal``); ``positions`` [T] overrides the
+        RoPE positions 0…T−1. Returns the output, the same shape as ``x``."""
+        unbatched = x.dim() == 2
+        if unbatched:
+            x = x[None]
+        B, T, _ = x.shape
+
+        def heads(W):  # [B, T, n_heads*d_head] -> [B, n_heads, T, d_head]
+            return W(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+
+        Q, K, V = heads(self.W_Q), heads(self.W_K), heads(self.W_V)
+        if self.rope:
+            pos = torch.arange(T, device=x.device) if positions is None else positions
+            Q, K = rope(Q, pos), rope(K, pos)
+
+        S = Q @ K.transpose(-1, -2) / math.sqrt(self.d_head)  # [B, h, T, T]
+        M = torch.zeros(T, T, device=x.device)
+        if self.causal:
+            M = M + causal_mask(T, x.device)
+        if mask is not None:
+            M = M + torch.as_tensor(mask, dtype=S.dtype, device=x.device)
+        A = torch.softmax(S + M, dim=-1)  # [B, h, T, T], rows sum to 1
+        self.weights = (A[0] if unbatched else A).detach()
+
+        out = (A @ V).transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)
+        if self.W_O is not None:
+            out = self.W_O(out)
+        return out[0] if unbatched else out
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm residual block: x + attn(LN(x)), then x + mlp(LN(x)) if any."""
+
+    def __init__(self, d_model, n_heads, causal, rope, mlp):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads, causal=causal, rope=rope)
+        self.mlp = None
+        if mlp:
+            self.mlp = nn.Sequential(
+                nn.LayerNorm(d_model),
+                nn.Linear(d_model, 4 * d_model),
+                nn.GELU(),
+                nn.Linear(4 * d_model, d_model),
+            )
+
+    def forward(self, x, mask=None, positions=None):
+        x = x + self.attn(self.ln1(x), mask=mask, positions=positions)
+        if self.mlp is not None:
+            x = x + self.mlp(x)
+        return x
+
+
+class TinyTransformer(nn.Module):
+    """Token embedding → ``n_layers`` blocks → LayerNorm → unembedding.
+
+    ``vocab`` is the number of token ids (including BOS). With ``rope=False`` positions
+    come from a learned embedding of ``max_len`` rows instead. ``causal=False`` drops the
+    causal mask (each position then sees the whole sequence, the future included).
+    """
+
+    def __init__(
+        self,
+        vocab,
+        d_model=64,
+        n_layers=2,
+        n_heads=4,
+        causal=True,
+        rope=True,
+        mlp=False,
+        max_len=256,
+    ):
+        super().__init__()
+        self.config = dict(
+            vocab=vocab,
+            d_model=d_model,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            causal=causal,
+            rope=rope,
+            mlp=mlp,
+            max_len=max_len,
+        )
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos_embed = None if rope else nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(
+            Block(d_model, n_heads, causal, rope, mlp) for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+        self.unembed = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens, mask=None, positions=None):
+        """``tokens [B, T]`` (or ``[T]``) of ids → logits ``[B, T, vocab]`` (or ``[T, vocab]``).
+        Logits at position t predict the token at t + 1. ``mask`` (additive [T, T]) and
+        ``positions`` ([T]) are passed to every layer."""
+        tokens = torch.as_tensor(tokens)
+        x = self.embed(tokens)
+        if self.pos_embed is not None:
+            T = tokens.shape[-1]
+            pos = torch.arange(T, device=tokens.device) if positions is None else positions
+            x = x + self.pos_embed(pos)
+        for block in self.blocks:
+            x = block(x, mask=mask, positions=positions)
+        return self.unembed(self.ln_f(x))
+
+    def attention_weights(self):
+        """The last call's attention of every layer: a list of ``[B, n_heads, T, T]``
+        (``[n_heads, T, T]`` for unbatched tokens), index = layer."""
+        return [block.attn.weights for block in self.blocks]
+
+    @torch.no_grad()
+    def attention(self, tokens, mask=None, positions=None):
+        """Run ``tokens`` and return ``(logits, weights)``: weights as in
+        :meth:`attention_weights`. Switches to eval mode for the call."""
+        was_training = self.training
+        self.eval()
+        logits = self(tokens, mask=mask, positions=positions)
+        self.train(was_training)
+        return logits, self.attention_weights()

@@ -1,0 +1,84 @@
+"""The shipped weights in data/: small, loadable, and reproducing their model card."""
+
+import math
+
+import pytest
+import torch
+
+from attnlib import shipped
+from attnlib.paths import data_file
+from grader.hidden import patterns as reference
+
+
+@pytest.fixture(scope="module")
+def card():
+    return shipped.load_card()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return shipped.load_shipped()
+
+
+def test_weights_are_small_and_match_the_recipe(card, model):
+    assert data_file(shipped.WEIGHTS).stat().st_size < 2_000_000
+    assert card["recipe"] == shipped.RECIPE  # the card describes the recipe in the code
+    assert card["n_params"] == sum(p.numel() for p in model.parameters())
+    assert not model.training
+    for key in ("torch", "train_seconds", "final_train_loss", "log", "phase_change_step"):
+        assert key in card, key
+
+
+def test_markdown_card_is_generated_from_the_json(card):
+    assert data_file(shipped.CARD_MD).read_text() == shipped._markdown(card)
+
+
+def test_shipped_weights_reproduce_the_card(card, model):
+    result = shipped.evaluate(model)
+    assert result["loss_first_copy"] == pytest.approx(card["loss_first_copy"], abs=1e-3)
+    assert result["loss_second_copy"] == pytest.approx(card["loss_second_copy"], abs=1e-3)
+    for got, want in zip(result["heads"], card["heads"], strict=True):
+        for key in ("self", "previous", "sink", "induction"):
+            assert got[key] == pytest.approx(want[key], abs=1e-3), (got["layer"], got["head"], key)
+
+
+def test_card_scores_agree_with_the_exercise_definitions(card, model):
+    """Independent implementations (the hidden-check references) give the card's numbers."""
+    period = card["recipe"]["eval"]["period"]
+    _, weights = model.attention(shipped.eval_tokens())
+    for head in card["heads"]:
+        A = weights[head["layer"]][:, head["head"]].mean(0).double().numpy()
+        assert reference.self_score(A) == pytest.approx(head["self"], abs=1e-3)
+        assert reference.previous_token_score(A) == pytest.approx(head["previous"], abs=1e-3)
+        assert reference.sink_score(A) == pytest.approx(head["sink"], abs=1e-3)
+        assert reference.induction_score(A, period) == pytest.approx(head["induction"], abs=1e-3)
+
+
+def test_the_patterns_are_there(card):
+    layer0 = [h for h in card["heads"] if h["layer"] == 0]
+    layer1 = [h for h in card["heads"] if h["layer"] == 1]
+    assert max(h["previous"] for h in layer0) > 0.9  # a clean previous-token head
+    assert min(h["induction"] for h in layer1) > 0.8  # every layer-1 head does induction
+    assert max(h["induction"] for h in layer0) < 0.1  # induction needs two layers
+    assert card["loss_second_copy"] < 0.5  # the repeat is copied
+    assert card["loss_first_copy"] > math.log(64) - 0.1  # the first copy cannot be predicted
+    assert 300 <= card["phase_change_step"] <= 800
+
+
+def test_sink_appears_when_there_is_nothing_to_match(model):
+    """Layer-1 heads park weight on BOS in the first copy, not in the second."""
+    tokens = shipped.eval_tokens()
+    period = shipped.RECIPE["eval"]["period"]
+    _, weights = model.attention(tokens)
+    on_bos = weights[1][:, :, :, 0]  # [B, heads, T]
+    first = on_bos[:, :, 1 : period + 1].mean()
+    second = on_bos[:, :, period + 1 :].mean()
+    assert first > 0.3 and second < 0.05, (first, second)
+
+
+def test_shipped_model_is_causal(model):
+    tokens = shipped.eval_tokens(batch=2)
+    changed = tokens.clone()
+    changed[:, 40:] = 1
+    with torch.no_grad():
+        assert torch.allclose(model(tokens)[:, :40], model(changed)[:, :40], atol=1e-6)
