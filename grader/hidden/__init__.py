@@ -92,8 +92,8 @@ def _judged(spec, result, args):
 
 
 def spec(name: str) -> Exercise:
-    """The registered hidden checks of exercise ``name`` (loads every hidden module once)."""
-    if not REGISTRY:
+    """The registered hidden checks of exercise ``name`` (loads the hidden modules if needed)."""
+    if name not in REGISTRY:
         _load_all()
     return REGISTRY[name]
 
