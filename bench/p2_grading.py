@@ -1,0 +1,180 @@
+"""Grading speed: the course grader against stock sequential `nbgrader autograde`, in one run.
+
+The same synthetic class (30 students × every notebook; two in three type in the solution's
+answers, the rest hand in the untouched release) is graded three ways:
+
+1. the course grader, ``python -m grader autograde`` (all cores, sandboxed, judged outside);
+2. stock nbgrader 0.9.6, ``nbgrader autograde <assignment>`` for each assignment in turn,
+   in an nbgrader course folder built the documented way (generate_assignment first, untimed);
+3. bare execution: every submitted notebook executed with nbclient and nothing else, on
+   the same number of processes as (1).
+
+Rows: the speed ratio (2) / (1) (target ≥ 1.8× on 2 cores) and the overhead (1) / (3) of the
+whole grading pipeline over bare execution at equal parallelism (target ≤ 1.3×).
+``ATTN_BENCH_STUDENTS`` changes the class size.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+from grader.course import REPO_ROOT, assignments, release_path, source_path
+
+TIMEOUT = 60
+
+
+def _answers(assignment):
+    nb = nbformat.read(source_path(assignment), as_version=4)
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+def make_class(folder: Path, students: int) -> list[tuple[str, str, Path]]:
+    """Write the synthetic class; return [(student, assignment, path)]."""
+    made = []
+    for a in assignments():
+        answers = _answers(a)
+        for i in range(students):
+            nb = nbformat.read(release_path(a), as_version=4)
+            if i % 3 != 2:  # two in three hand in the solution's answers
+                for cell in nb.cells:
+                    gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    if gid in answers:
+                        cell.source = answers[gid]
+            student = f"s{i:02d}"
+            path = folder / student / f"{a}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, path)
+            made.append((student, a, path))
+    return made
+
+
+# nbgrader runs `alembic` when it creates a gradebook: put the venv's bin first on PATH.
+ENV = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+
+
+def _run(cmd, cwd):
+    start = time.perf_counter()
+    subprocess.run(
+        cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+    )
+    return time.perf_counter() - start
+
+
+def _stock_course(root: Path, made) -> None:
+    """An nbgrader course folder: source = solutions, submissions copied in, DB generated."""
+    root.mkdir(parents=True)
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        f"c.Execute.timeout = {TIMEOUT}\n"
+        "c.IgnorePattern.enabled = True\n"
+    )
+    for a in assignments():
+        (root / "source" / a).mkdir(parents=True)
+        shutil.copy(source_path(a), root / "source" / a / f"{a}.ipynb")
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "generate_assignment",
+                a,
+                "--force",
+                "--log-level=ERROR",
+            ],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            env=ENV,
+        )
+    for student, a, path in made:
+        dest = root / "submitted" / student / a
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, dest / f"{a}.ipynb")
+
+
+def _bare(path: str) -> None:
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb,
+        timeout=TIMEOUT,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(Path(path).parent)}},
+    ).execute(stderr=subprocess.DEVNULL)
+
+
+def run() -> list[tuple[str, str, str]]:
+    students = int(os.environ.get("ATTN_BENCH_STUDENTS", 30))
+    workers = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="attn-bench-") as tmp:
+        tmp = Path(tmp)
+        made = make_class(tmp / "submissions", students)
+        n = len(made)
+
+        ours = _run(
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                "autograde",
+                str(tmp / "submissions"),
+                "--out",
+                str(tmp / "out"),
+                "--quiet",
+                "--cell-timeout",
+                str(TIMEOUT),
+            ],
+            REPO_ROOT,
+        )
+
+        print(f"course grader: {ours:.1f} s", file=sys.stderr)
+        stock_root = tmp / "stock"
+        _stock_course(stock_root, made)
+        stock = 0.0
+        for a in assignments():
+            stock += _run(
+                [sys.executable, "-m", "nbgrader", "autograde", a, "--force", "--log-level=ERROR"],
+                stock_root,
+            )
+
+        print(f"stock nbgrader: {stock:.1f} s", file=sys.stderr)
+        start = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(_bare, [str(p) for _, _, p in made]))
+        bare = time.perf_counter() - start
+
+    return [
+        ("p2 class graded", f"{students} students × {len(assignments())} notebooks = {n}", ""),
+        (
+            "p2 course grader, wall time",
+            f"{ours:.1f} s ({ours / n:.2f} s/notebook, {workers} workers)",
+            "",
+        ),
+        (
+            "p2 stock nbgrader autograde (sequential), wall time",
+            f"{stock:.1f} s ({stock / n:.2f} s/notebook)",
+            "",
+        ),
+        ("p2 speed-up over stock nbgrader", f"{stock / ours:.2f}×", "≥ 1.8× on 2 cores"),
+        ("p2 bare execution (nbclient only, same workers)", f"{bare:.1f} s", ""),
+        ("p2 overhead over bare execution", f"{ours / bare:.2f}×", "≤ 1.3×"),
+    ]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(" | ".join(row))

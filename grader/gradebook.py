@@ -1,0 +1,101 @@
+"""The nbgrader gradebook in OUT, written by one process only (the CLI's main process).
+
+Assignments are recorded from the *release* notebooks with nbgrader's own ``SaveCells``
+(so the database never holds hidden test sources), and each graded notebook with nbgrader's
+``SaveAutoGrades``, which keeps any manual score an instructor already gave in formgrader.
+``OUT/nbgrader/nbgrader_config.py`` points formgrader at this course folder and database:
+``cd OUT/nbgrader && nbgrader formgrader``.
+"""
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import SaveAutoGrades, SaveCells
+
+from grader.cli import UserError
+from grader.course import release_path
+
+COURSE_ID = "attention-step-by-step"
+
+# nbgrader's own add_submission trips SQLAlchemy autoflush warnings; they are harmless.
+warnings.filterwarnings("ignore", message=".*not in session.*")
+
+# nbgrader runs the `alembic` command when it creates a gradebook: find it in our venv.
+_BIN = os.path.dirname(sys.executable)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
+
+
+def db_url(out: Path) -> str:
+    return f"sqlite:///{(out / 'gradebook.db').resolve()}"
+
+
+def _resources(out: Path, assignment: str, student: str | None = None) -> dict:
+    info = {"assignment": assignment, "notebook": assignment, "db_url": db_url(out)}
+    if student:
+        info["student"] = student
+    return {"nbgrader": info}
+
+
+def prepare(out: Path, assignments: list[str]) -> None:
+    """Create the course folder, its config, and the assignments in the gradebook."""
+    course = out / "nbgrader"
+    course.mkdir(parents=True, exist_ok=True)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+        f"c.CourseDirectory.root = {str(course.resolve())!r}\n"
+        f"c.CourseDirectory.db_url = {db_url(out)!r}\n"
+    )
+    with Gradebook(db_url(out), COURSE_ID) as gb:
+        for assignment in assignments:
+            gb.update_or_create_assignment(assignment)
+    for assignment in assignments:
+        nb = nbformat.read(release_path(assignment), as_version=4)
+        try:
+            SaveCells().preprocess(nb, _resources(out, assignment))
+        except RuntimeError as err:
+            raise UserError(
+                f"{out / 'gradebook.db'} was made for another version of "
+                f"{assignment} ({err}); grade into a new OUT folder"
+            ) from None
+
+
+def save(out: Path, result: dict) -> dict:
+    """Record one graded notebook; return {grade_id: manual score} for written answers."""
+    student, assignment = result["student"], result["notebook"]
+    path = out / "nbgrader" / "autograded" / student / assignment / f"{assignment}.ipynb"
+    manual = {}
+    with Gradebook(db_url(out), COURSE_ID) as gb:
+        gb.update_or_create_student(student)
+        gb.update_or_create_submission(assignment, student)
+        if result.get("status") == "graded" and path.is_file():
+            nb = nbformat.read(path, as_version=4)
+            SaveAutoGrades().preprocess(nb, _resources(out, assignment, student))
+        else:  # not submitted or unreadable: zero every autograded cell
+            for grade in gb.find_submission_notebook(assignment, assignment, student).grades:
+                if grade.cell.cell_type == "code" and grade.manual_score is None:
+                    grade.auto_score = 0.0
+                    grade.needs_manual_grade = False
+            gb.db.commit()
+        for grade in gb.find_submission_notebook(assignment, assignment, student).grades:
+            if grade.cell.cell_type == "markdown" and grade.manual_score is not None:
+                manual[grade.name] = float(grade.manual_score)
+    return manual
+
+
+def manual_scores(out: Path, student: str, assignment: str) -> dict:
+    try:
+        with Gradebook(db_url(out), COURSE_ID) as gb:
+            nb = gb.find_submission_notebook(assignment, assignment, student)
+            return {
+                g.name: float(g.manual_score)
+                for g in nb.grades
+                if g.cell.cell_type == "markdown" and g.manual_score is not None
+            }
+    except MissingEntry:
+        return {}

@@ -1,0 +1,194 @@
+"""Rebuild the notebook that gets graded from the trusted release, not from the submission.
+
+Only the *answer* cells' sources come from the student, matched by grade_id (first
+occurrence). Every other submitted cell, all metadata, tags, points, cell types and ids are
+ignored: deleted, duplicated, reordered or forged test cells, changed points, tags such as
+``skip-execution`` and test cells turned into markdown therefore change nothing. The edits
+are still reported (``structure_flags``) so the instructor sees the attempt.
+
+Reading is forgiving: bytes in any common encoding, old nbformat versions (v3 ``input``
+and worksheets), and even a notebook that fails schema validation, as long as it is JSON.
+"""
+
+import copy
+import json
+
+import nbformat
+
+from grader.course import release_path
+
+
+class Unreadable(Exception):
+    """The submitted file is not a notebook we can read; the message says why."""
+
+
+def decode(raw: bytes) -> tuple[str, list[str]]:
+    """Bytes to text, trying the encodings notebooks turn up in. Returns (text, notes)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return raw[3:].decode("utf-8", errors="replace"), []
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16"), ["saved as UTF-16, not UTF-8"]
+    try:
+        return raw.decode("utf-8"), []
+    except UnicodeDecodeError:
+        pass
+    for enc in ("cp1252", "latin-1"):
+        try:
+            return raw.decode(enc), [f"not UTF-8 (read as {enc})"]
+        except UnicodeDecodeError:
+            continue
+    raise Unreadable("the file is not text")  # pragma: no cover (latin-1 decodes anything)
+
+
+def parse(raw: bytes) -> tuple[dict, list[str]]:
+    """The notebook's JSON and notes about how it had to be read."""
+    if not raw.strip():
+        raise Unreadable("the notebook file is empty")
+    text, notes = decode(raw)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise Unreadable(
+            f"the notebook file is corrupt (not valid JSON: {err.msg}, line {err.lineno})"
+        ) from None
+    if not isinstance(data, dict):
+        raise Unreadable("the notebook file is JSON but not a notebook")
+    major = data.get("nbformat")
+    if major != 4:
+        notes.append(f"old notebook format (nbformat {major})")
+    try:
+        nbformat.validate(nbformat.reads(json.dumps(data), as_version=4))
+    except Exception as err:  # noqa: BLE001 (any schema problem is only a note)
+        notes.append(f"notebook does not pass schema validation ({type(err).__name__})")
+    return data, notes
+
+
+def _text(value) -> str:
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return value if isinstance(value, str) else ""
+
+
+def submitted_cells(data: dict) -> list[dict]:
+    """Every cell of any nbformat version, in order: {type, source, nbgrader, tags}."""
+    raw_cells = data.get("cells")
+    if raw_cells is None:  # nbformat 3: worksheets
+        raw_cells = [
+            c
+            for ws in data.get("worksheets") or []
+            if isinstance(ws, dict)
+            for c in ws.get("cells") or []
+        ]
+    cells = []
+    for cell in raw_cells if isinstance(raw_cells, list) else []:
+        if not isinstance(cell, dict):
+            continue
+        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        grader_meta = meta.get("nbgrader") if isinstance(meta.get("nbgrader"), dict) else {}
+        tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+        source = cell.get("source", cell.get("input", ""))
+        cells.append(
+            {
+                "type": cell.get("cell_type", "?"),
+                "source": _text(source),
+                "nbgrader": grader_meta,
+                "tags": [str(t) for t in tags],
+            }
+        )
+    return cells
+
+
+def release(assignment: str):
+    """The trusted release notebook students received."""
+    return nbformat.read(release_path(assignment), as_version=4)
+
+
+def _meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def is_answer(cell) -> bool:
+    return bool(_meta(cell).get("solution"))
+
+
+def is_test(cell) -> bool:
+    meta = _meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def rebuild(base, cells: list[dict], source=None) -> tuple[object, dict, list[str]]:
+    """The graded notebook: ``base`` with the student's answer sources put in.
+
+    Returns (notebook, {grade_id: "found"|"missing"}, structure flags).
+    """
+    nb = copy.deepcopy(base)
+    by_id: dict[str, list[dict]] = {}
+    for cell in cells:
+        gid = cell["nbgrader"].get("grade_id")
+        if isinstance(gid, str):
+            by_id.setdefault(gid, []).append(cell)
+    found = {}
+    for cell in nb.cells:
+        if not is_answer(cell):
+            continue
+        gid = _meta(cell)["grade_id"]
+        matches = by_id.get(gid, [])
+        if matches:
+            cell.source = matches[0]["source"]
+            found[gid] = "found"
+        else:
+            found[gid] = "missing"
+    return nb, found, structure_flags(base, cells, source)
+
+
+def structure_flags(base, cells: list[dict], source=None) -> list[str]:
+    """What the student changed in cells they were not meant to edit. ``source``: the
+    instructor's notebook, whose hidden test cells legitimately differ from the release."""
+    flags = []
+    instructor = {_meta(c).get("grade_id"): c.source for c in (source.cells if source else [])}
+    trusted = {_meta(c)["grade_id"]: c for c in base.cells if _meta(c).get("grade_id")}
+    order = [_meta(c)["grade_id"] for c in base.cells if _meta(c).get("grade_id")]
+    seen: dict[str, int] = {}
+    for cell in cells:
+        gid = cell["nbgrader"].get("grade_id")
+        if not isinstance(gid, str):
+            continue
+        seen[gid] = seen.get(gid, 0) + 1
+        if gid not in trusted:
+            if cell["nbgrader"].get("grade"):
+                flags.append(f"forged test cell `{gid}` (not in the release)")
+            continue
+        ref = trusted[gid]
+        ref_meta = _meta(ref)
+        if seen[gid] == 2:
+            kind = "answer" if is_answer(ref) else "test" if is_test(ref) else "read-only"
+            flags.append(f"duplicated {kind} cell `{gid}` (the first copy is used)")
+        if seen[gid] > 1:
+            continue
+        if cell["type"] != ref.cell_type:
+            flags.append(f"cell `{gid}` changed from {ref.cell_type} to {cell['type']}")
+        if ref_meta.get("grade") and cell["nbgrader"].get("points") != ref_meta.get("points"):
+            flags.append(f"points of `{gid}` changed to {cell['nbgrader'].get('points')!r}")
+        for key in ("grade", "solution", "locked"):
+            if bool(cell["nbgrader"].get(key)) != bool(ref_meta.get(key)):
+                flags.append(f"nbgrader metadata `{key}` of `{gid}` changed")
+        if (
+            ref_meta.get("locked")
+            and not is_answer(ref)
+            and cell["source"] != ref.source
+            and cell["source"] != instructor.get(gid)
+        ):
+            flags.append(f"read-only cell `{gid}` was edited")
+        if cell["tags"] and not is_answer(ref):
+            flags.append(f"tags {sorted(set(cell['tags']))} added to `{gid}`")
+    for gid in order:
+        if gid not in seen:
+            ref = trusted[gid]
+            kind = "answer" if is_answer(ref) else "test" if is_test(ref) else "read-only"
+            flags.append(f"{kind} cell `{gid}` deleted or its metadata removed")
+    submitted_order = [
+        g for g in dict.fromkeys(c["nbgrader"].get("grade_id") for c in cells) if g in trusted
+    ]
+    if submitted_order != [g for g in order if g in submitted_order]:
+        flags.append("graded cells were reordered")
+    return flags

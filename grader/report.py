@@ -1,0 +1,255 @@
+"""What the instructor and the learners get out of a grading run.
+
+- ``grades.csv``: student, notebook, exercise, points, max_points, message (one row per
+  exercise per student). Written answers (graded by hand): the score entered in formgrader
+  if there is one, else empty points and "graded by hand"; 0 with "No answer written." when
+  the answer cell was left as released; 0 when the notebook was not submitted.
+- ``totals.csv``: per student, points per notebook, the total, the maximum, and the points
+  still waiting for hand grading.
+- ``feedback/<student>.html``: points and the learner-facing message per exercise. It is built
+  from the results only, so no hidden test source can appear in it.
+- ``report/``: ``index.html`` (pass rates per exercise, most common failure messages, score
+  histogram, flagged submissions with reasons, timings), ``exercises.csv``, ``flags.csv``,
+  ``histogram.png``.
+"""
+
+import csv
+import html
+from collections import Counter
+from pathlib import Path
+
+GRADES_COLUMNS = ["student", "notebook", "exercise", "points", "max_points", "message"]
+
+
+def _num(value) -> str:
+    return "" if value == "" or value is None else f"{float(value):g}"
+
+
+def rows(results: list[dict], manual: dict) -> list[dict]:
+    """grades.csv rows, sorted; ``manual[(student, notebook)]`` holds formgrader scores."""
+    out = []
+    for res in sorted(results, key=lambda r: (r["student"], r["notebook"])):
+        scores = manual.get((res["student"], res["notebook"]), {})
+        for row in res["rows"]:
+            points, message = row["points"], row["message"]
+            if not row["autograded"] and row["exercise"] in scores:
+                points, message = scores[row["exercise"]], ""
+            out.append(
+                {
+                    "student": res["student"],
+                    "notebook": res["notebook"],
+                    "exercise": row["exercise"],
+                    "points": _num(points),
+                    "max_points": _num(row["max_points"]),
+                    "message": " ".join(str(message).split()),
+                }
+            )
+    return out
+
+
+def write_grades(out: Path, grade_rows: list[dict]) -> None:
+    with open(out / "grades.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, GRADES_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(grade_rows)
+
+
+def totals(grade_rows: list[dict], notebooks: list[str]) -> list[dict]:
+    by_student: dict[str, dict] = {}
+    for row in grade_rows:
+        entry = by_student.setdefault(
+            row["student"],
+            {
+                "student": row["student"],
+                **{n: 0.0 for n in notebooks},
+                "total": 0.0,
+                "max_total": 0.0,
+                "pending_hand_grading": 0.0,
+            },
+        )
+        entry["max_total"] += float(row["max_points"])
+        if row["points"] == "":
+            entry["pending_hand_grading"] += float(row["max_points"])
+        else:
+            entry[row["notebook"]] += float(row["points"])
+            entry["total"] += float(row["points"])
+    return [
+        {k: _num(v) if k != "student" else v for k, v in e.items()}
+        for _, e in sorted(by_student.items())
+    ]
+
+
+def write_totals(out: Path, total_rows: list[dict], notebooks: list[str]) -> None:
+    cols = ["student", *notebooks, "total", "max_total", "pending_hand_grading"]
+    with open(out / "totals.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, cols, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(total_rows)
+
+
+_STYLE = """<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;
+color:#222}table{border-collapse:collapse;width:100%;margin:1rem 0}td,th{border:1px solid #ccc;
+padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f3f3f3}.full{color:#176b2c}
+.lost{color:#a1221b}.muted{color:#666}</style>"""
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
+        f"{html.escape(title)}</title>{_STYLE}</head><body>{body}</body></html>\n"
+    )
+
+
+def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> None:
+    folder = out / "feedback"
+    folder.mkdir(exist_ok=True)
+    notes = {(r["student"], r["notebook"]): r.get("notes", []) for r in results}
+    students = sorted({r["student"] for r in grade_rows})
+    for student in students:
+        mine = [r for r in grade_rows if r["student"] == student]
+        got = sum(float(r["points"]) for r in mine if r["points"] != "")
+        body = [
+            f"<h1>Feedback for {html.escape(student)}</h1>",
+            f"<p>Autograded and hand-graded points so far: <b>{got:g}</b> of "
+            f"{sum(float(r['max_points']) for r in mine):g}.</p>",
+        ]
+        for notebook in sorted({r["notebook"] for r in mine}):
+            body.append(f"<h2>{html.escape(notebook)}</h2>")
+            for note in notes.get((student, notebook), []):
+                body.append(f"<p class='muted'>Note: {html.escape(note)}</p>")
+            body.append("<table><tr><th>Exercise</th><th>Points</th><th>What to fix</th></tr>")
+            for r in (r for r in mine if r["notebook"] == notebook):
+                pts = "pending" if r["points"] == "" else r["points"]
+                cls = "full" if r["points"] != "" and r["points"] == r["max_points"] else "lost"
+                body.append(
+                    f"<tr><td><code>{html.escape(r['exercise'])}</code></td>"
+                    f"<td class='{cls}'>{html.escape(pts)} / {r['max_points']}</td>"
+                    f"<td>{html.escape(r['message'])}</td></tr>"
+                )
+            body.append("</table>")
+        (folder / f"{_file_safe(student)}.html").write_text(
+            _page(f"Feedback: {student}", "".join(body))
+        )
+
+
+def _file_safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "_"
+
+
+def exercise_stats(grade_rows: list[dict]) -> list[dict]:
+    stats = []
+    keys = sorted({(r["notebook"], r["exercise"]) for r in grade_rows})
+    for notebook, exercise in keys:
+        mine = [r for r in grade_rows if (r["notebook"], r["exercise"]) == (notebook, exercise)]
+        scored = [r for r in mine if r["points"] != ""]
+        full = [r for r in scored if r["points"] == r["max_points"]]
+        messages = Counter(r["message"] for r in scored if r["message"])
+        stats.append(
+            {
+                "notebook": notebook,
+                "exercise": exercise,
+                "max_points": mine[0]["max_points"],
+                "students": len(mine),
+                "scored": len(scored),
+                "mean_points": f"{sum(float(r['points']) for r in scored) / len(scored):.2f}"
+                if scored
+                else "",
+                "full_marks_rate": f"{len(full) / len(scored):.2f}" if scored else "",
+                "top_messages": " | ".join(f"{n}× {m}" for m, n in messages.most_common(3)),
+            }
+        )
+    return stats
+
+
+def _histogram(path: Path, total_rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = [float(r["total"]) for r in total_rows]
+    top = max([float(r["max_total"]) for r in total_rows] + [1.0])
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.hist(scores, bins=min(20, max(5, len(scores))), range=(0, top), color="#3b6ea8")
+    ax.set_xlabel("total points (autograded + hand-graded so far)")
+    ax.set_ylabel("students")
+    ax.set_title(f"Scores of {len(scores)} students (max {top:g})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
+    folder = out / "report"
+    folder.mkdir(exist_ok=True)
+    stats = exercise_stats(grade_rows)
+    with open(folder / "exercises.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, list(stats[0]) if stats else ["notebook"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(stats)
+    flag_rows = [
+        {"student": r["student"], "notebook": r["notebook"], "reason": f}
+        for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
+        for f in r.get("flags", [])
+    ]
+    with open(folder / "flags.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, ["student", "notebook", "reason"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(flag_rows)
+    _histogram(folder / "histogram.png", total_rows)
+
+    timings = [r["timings"]["total"] for r in results if r.get("timings", {}).get("total")]
+    body = [
+        "<h1>Class report</h1>",
+        f"<p>{len(total_rows)} students, {len(results)} notebooks graded. "
+        f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
+        "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
+        "<a href='flags.csv'>flags.csv</a>.</p>",
+        "<img src='histogram.png' alt='score histogram'>",
+        "<h2>Exercises</h2><table><tr><th>Notebook</th><th>Exercise</th>"
+        "<th>Max</th><th>Mean</th><th>Full marks</th><th>Most common failures</th></tr>",
+    ]
+    for s in stats:
+        body.append(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(str(s[k]))}</td>"
+                for k in (
+                    "notebook",
+                    "exercise",
+                    "max_points",
+                    "mean_points",
+                    "full_marks_rate",
+                    "top_messages",
+                )
+            )
+            + "</tr>"
+        )
+    body.append("</table><h2>Flagged submissions (for a human to review)</h2>")
+    flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows})
+    if not flagged:
+        body.append("<p>None.</p>")
+    for student, notebook in flagged:
+        reasons = [
+            f["reason"] for f in flag_rows if (f["student"], f["notebook"]) == (student, notebook)
+        ]
+        body.append(
+            f"<h3>{html.escape(student)} · {html.escape(notebook)}</h3><ul>"
+            + "".join(f"<li>{html.escape(x)}</li>" for x in reasons)
+            + "</ul>"
+        )
+    notes = [(r["student"], r["notebook"], n) for r in results for n in r.get("notes", [])]
+    if notes or ignored:
+        body.append("<h2>Intake notes</h2><ul>")
+        body += [
+            f"<li>{html.escape(s)} · {html.escape(n)}: {html.escape(x)}</li>"
+            for s, n, x in sorted(set(notes))
+        ]
+        body += [f"<li>ignored in the submissions folder: {html.escape(x)}</li>" for x in ignored]
+        body.append("</ul>")
+    if timings:
+        body.append(
+            f"<h2>Timing</h2><p>Per notebook: mean {sum(timings) / len(timings):.1f} s, "
+            f"max {max(timings):.1f} s (sandboxed kernel, wall clock).</p>"
+        )
+    (folder / "index.html").write_text(_page("Class report", "".join(body)))
