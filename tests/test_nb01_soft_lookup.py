@@ -36,21 +36,6 @@ def _sm(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-@pytest.mark.parametrize("name", list(CHECKS))
-def test_solution_passes_visible_and_hidden(solution, name):
-    fn = solution(NB)[name]
-    CHECKS[name](fn)
-    verify(name, fn)
-
-
-@pytest.mark.parametrize("name", list(CHECKS))
-def test_release_stub_is_not_written_yet(stub, name):
-    fn = stub(NB)[name]
-    for run in (CHECKS[name], lambda f: verify(name, f)):
-        with pytest.raises(CheckFailed, match="isn't written yet"):
-            run(fn)
-
-
 WRONG = {
     # softmax
     "softmax-overflows": (

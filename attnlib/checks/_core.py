@@ -1,6 +1,8 @@
 """The machinery every check module shares: calling the learner's function
 safely, comparing shapes and values, and reporting in one friendly line."""
 
+import numbers
+
 import numpy as np
 
 
@@ -103,6 +105,21 @@ def as_array(out, name, what="the result"):
     if not np.issubdtype(out.dtype, np.number):
         raise CheckFailed(f"`{name}` returned an array of {out.dtype}; expected numbers.")
     return out
+
+
+def as_number(out, name, what="one number", hint=""):
+    """The learner's output as a float (a Python or NumPy scalar), or a CheckFailed."""
+    if hasattr(out, "detach"):
+        raise CheckFailed(f"`{name}` returned a torch tensor; return {what} (use `float(...)`).")
+    if np.ndim(out) != 0:
+        raise CheckFailed(
+            f"`{name}` returned an array of shape {np.shape(out)}; expected {what}." + hint
+        )
+    if isinstance(out, (np.ndarray, np.generic)):
+        out = out.item()
+    if isinstance(out, bool) or not isinstance(out, numbers.Real):
+        raise CheckFailed(f"`{name}` should return {what}, got {type(out).__name__}.")
+    return float(out)
 
 
 def expect_shape(out, shape, name, hint=""):

@@ -7,7 +7,7 @@ comments; the wrong values name the mistake that produces them.
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, as_array, call, expect_shape, passed
+from attnlib.checks._core import CheckFailed, as_array, as_number, call, expect_shape, passed
 
 # A 4x4 causal pattern with distinct entries. Row t is where query t looks.
 A4 = np.array(
@@ -22,18 +22,7 @@ A4 = np.array(
 
 def _score(fn, name, *args):
     """Call ``fn`` and insist on one number (a float or a 0-d array)."""
-    out = call(fn, *args, name=name)
-    if hasattr(out, "detach"):
-        raise CheckFailed(f"`{name}` returned a torch tensor; return a float (`float(...)`).")
-    if np.ndim(out) != 0:
-        raise CheckFailed(
-            f"`{name}` should return one number, got an array of shape "
-            f"{np.shape(out)}. Did you forget to take the mean?"
-        )
-    try:
-        return float(out)
-    except (TypeError, ValueError):
-        raise CheckFailed(f"`{name}` should return a float, got {type(out).__name__}.") from None
+    return as_number(call(fn, *args, name=name), name, hint=" Did you forget to take the mean?")
 
 
 def _expect(got, want, name, known):

@@ -6,6 +6,7 @@ import numpy as np
 
 from attnlib.checks._core import (
     CheckFailed,
+    as_number,
     call,
     expect_close,
     expect_finite,
@@ -144,20 +145,7 @@ def check_softmax_entropy(softmax_entropy):
 
 
 def _share(out, name):
-    if isinstance(out, np.ndarray) and out.shape == ():
-        out = out.item()
-    if isinstance(out, np.generic):
-        out = out.item()
-    if isinstance(out, np.ndarray):
-        raise CheckFailed(
-            f"`{name}` returned an array of shape {out.shape}; expected one number, "
-            "the share of rows (between 0 and 1)."
-        )
-    if not isinstance(out, numbers.Real) or isinstance(out, bool):
-        raise CheckFailed(
-            f"`{name}` should return a number between 0 and 1, got {type(out).__name__}."
-        )
-    return float(out)
+    return as_number(out, name, "one number, the share of rows (between 0 and 1)")
 
 
 def check_near_one_hot_share(near_one_hot_share):

@@ -1,11 +1,10 @@
 """Visible checks for notebook 03 (scores and their cost)."""
 
-import numbers
-
 import numpy as np
 
 from attnlib.checks._core import (
     CheckFailed,
+    as_number,
     call,
     expect_close,
     expect_finite,
@@ -96,19 +95,12 @@ def check_attention_scores(attention_scores):
     passed(name)
 
 
-def _as_number(out, name):
-    if isinstance(out, np.ndarray) and out.shape == ():
-        out = out.item()
-    if isinstance(out, np.generic):
-        out = out.item()
-    if not isinstance(out, numbers.Real) or isinstance(out, bool):
-        raise CheckFailed(f"`{name}` should return a number of bytes, got {type(out).__name__}.")
-    return out
+_BYTES = "a number of bytes"
 
 
 def check_score_matrix_bytes(score_matrix_bytes):
     name = "score_matrix_bytes"
-    got = _as_number(call(score_matrix_bytes, 2, name=name), name)
+    got = as_number(call(score_matrix_bytes, 2, name=name), name, _BYTES)
     # T = 2 with float32: 2 × 2 entries × 4 bytes = 16 bytes.
     if got == 4 * 2:
         raise CheckFailed(
@@ -126,15 +118,15 @@ def check_score_matrix_bytes(score_matrix_bytes):
         )
     if got != 16:
         raise CheckFailed(f"`{name}(2)` gave {got}, expected 16 (2 × 2 entries × 4 bytes).")
-    got = _as_number(call(score_matrix_bytes, 3, 8, name=name), name)
+    got = as_number(call(score_matrix_bytes, 3, 8, name=name), name, _BYTES)
     if got == 3 * 3 * 4:
         raise CheckFailed(
             f"`{name}(3, 8)` gave {got}: use the `dtype_bytes` argument instead of always 4 bytes."
         )
     if got != 72:
         raise CheckFailed(f"`{name}(3, 8)` gave {got}, expected 72 (3 × 3 entries × 8 bytes).")
-    small = _as_number(call(score_matrix_bytes, 1024, name=name), name)
-    big = _as_number(call(score_matrix_bytes, 2048, name=name), name)
+    small = as_number(call(score_matrix_bytes, 1024, name=name), name, _BYTES)
+    big = as_number(call(score_matrix_bytes, 2048, name=name), name, _BYTES)
     if small != 4 * 2**20 or big != 4 * small:
         raise CheckFailed(
             f"`{name}` gave {small} for T=1024 and {big} for T=2048; expected "
