@@ -115,3 +115,41 @@ def format_table(rows):
     for row in rows:
         lines.append(" ".join(fmt.format(row[k]) for k, _, fmt in COLUMNS))
     return "\n".join(lines)
+
+
+def train_to_imitate(scaled, d_k=128, T=32, batch=32, steps=200, lr=1e-3, seed=0, threshold=0.9):
+    """A short training run: one attention head learns W_Q, W_K to copy a teacher head.
+
+    The teacher is a fixed, scaled head; the student starts from components of variance 1
+    (the footnote's assumption) and divides its scores by √d_k only if ``scaled``. Both can
+    represent the teacher exactly. Trained with Adam. Returns the loss per step and the share
+    of the student's rows with a weight above ``threshold`` at the start and at the end.
+    """
+    with _one_torch_thread() as torch:
+        d_model = d_k
+        data = torch.Generator().manual_seed(seed)
+        W_Q_t, W_K_t, W_V = (
+            torch.randn(d_k, d_model, generator=data) / d_model**0.5 for _ in "qkv"
+        )
+        W_Q = (torch.randn(d_k, d_model, generator=data) / d_model**0.5).requires_grad_()
+        W_K = (torch.randn(d_k, d_model, generator=data) / d_model**0.5).requires_grad_()
+        optimiser = torch.optim.Adam([W_Q, W_K], lr=lr)
+
+        def weights(X, W_Q, W_K, scale):
+            S = (X @ W_Q.T) @ (X @ W_K.T).transpose(-1, -2)  # [batch, T, T]
+            return torch.softmax(S / d_k**0.5 if scale else S, dim=-1)
+
+        losses, shares = [], []
+        for step in range(steps):
+            X = torch.randn(batch, T, d_model, generator=data)  # [batch, T, d_model]
+            with torch.no_grad():
+                target = weights(X, W_Q_t, W_K_t, True) @ (X @ W_V.T)
+            A = weights(X, W_Q, W_K, scaled)
+            loss = ((A @ (X @ W_V.T) - target) ** 2).mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+            if step in (0, steps - 1):
+                shares.append((A.max(dim=-1).values > threshold).float().mean().item())
+    return {"loss": np.array(losses), "one_hot_start": shares[0], "one_hot_end": shares[1]}

@@ -292,3 +292,17 @@ def test_saturation_leaves_torch_thread_count_alone():
     saturation.jacobian_norms(np.zeros((2, 3)))
     saturation.softmax_weights(np.zeros((2, 3)))
     assert torch.get_num_threads() == before
+
+
+def test_short_training_run_learns_only_when_scaled():
+    scaled = saturation.train_to_imitate(True, steps=40)
+    unscaled = saturation.train_to_imitate(False, steps=40)
+    assert len(scaled["loss"]) == 40
+    assert scaled["one_hot_start"] == 0.0 and unscaled["one_hot_start"] > 0.3
+    drop = {k: r["loss"][0] / r["loss"][-1] for k, r in (("s", scaled), ("u", unscaled))}
+    assert drop["s"] > 1.5 and drop["s"] > drop["u"], drop
+
+
+def test_short_training_run_is_deterministic():
+    a, b = (saturation.train_to_imitate(False, steps=5, seed=3) for _ in range(2))
+    assert np.array_equal(a["loss"], b["loss"])
