@@ -5,7 +5,8 @@ decided by running its (trusted) source here, against *replays* of the learner's
 that return exactly what the kernel recorded for the same arguments; a hidden test cell by
 comparing recorded results with ``grader.hidden``'s references on the grader's own inputs.
 Monkeypatched ``np.allclose``, patched check functions, IPython hooks, ``__eq__`` objects and
-ndarray subclasses therefore change nothing here: only recorded numbers count.
+ndarray subclasses therefore change nothing here: only recorded numbers count. A function
+the kernel saw calling its exercise's whole-solution shortcut (``grader.shortcuts``) fails.
 """
 
 import ast
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlib.checks._core import CheckFailed, call
+from grader.shortcuts import TAMPERED
 
 MAX_RECORD_BYTES = 50 * 2**20
 _FILE = re.compile(r"a\d+\.npy")
@@ -153,6 +155,23 @@ class Replay:
         raise NotChecked(self.__name__)
 
 
+def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
+    """(message, flags) when the kernel saw ``name`` call a shortcut, else None."""
+    if not hits or not isinstance(hits, list):
+        return None
+    hits = [str(h)[:100] for h in hits]
+    if TAMPERED in hits:
+        return (
+            f"`{name}` switched off the grader's watch on its calls (sys.setprofile), "
+            "so it cannot be graded.",
+            [f"`{name}` switched off the grader's profiler while it ran (tampering)"],
+        )
+    return (
+        f"`{name}` calls {hits[0]}: the exercise is to build it from NumPy operations.",
+        [f"whole-solution shortcut at run time: `{name}` calls {', '.join(hits)}"],
+    )
+
+
 def judge_visible(source: str, trusted_ns: dict, record: dict, folder: Path):
     """(passed, message, flags) for a visible test cell."""
     ns = dict(trusted_ns)
@@ -168,6 +187,11 @@ def judge_visible(source: str, trusted_ns: dict, record: dict, folder: Path):
     for name, node in (record.get("values") or {}).items():
         if isinstance(node, dict) and node.get("subclass"):
             flags.append(f"`{name}` is an ndarray subclass ({node['subclass']})")
+    for entry in record.get("calls") or []:
+        if isinstance(entry, dict) and (
+            found := _shortcut(str(entry.get("fn")), entry.get("shortcuts"))
+        ):
+            return False, found[0], flags + found[1]
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # checks print "passed" lines
             exec(compile(source, "<visible check>", "exec"), ns)
@@ -195,6 +219,8 @@ def judge_hidden(name: str, cases: list, record: dict, folder: Path):
     """(passed, message, flags) for one ``verify(name, fn)`` of a hidden test cell."""
     from grader.hidden import check_case
 
+    if found := _shortcut(name, record.get("shortcuts")):
+        return False, found[0], found[1]
     results = record.get("results") or []
     flags = []
     for i, args in enumerate(cases):

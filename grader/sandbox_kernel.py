@@ -11,7 +11,9 @@ kernel decides the grade (``grader.judge``). The sandbox makes cheating hard and
   students), to write outside the sandbox folder, and to start processes, send signals, open
   sqlite databases or sockets, or load arbitrary shared libraries; refusals are logged for
   the instructor report;
-- a snapshot of the functions checks rely on, so the recorders can report tampering.
+- a snapshot of the functions checks rely on, so the recorders can report tampering;
+- a profiler (``sys.setprofile``) on the graded function while the recorders call it, noting
+  calls to that exercise's whole-solution shortcuts (``grader.shortcuts``).
 
 Started as ``python -m grader.sandbox_kernel -f CONNECTION_FILE`` with the sandbox settings
 as JSON in ``ATTN_SANDBOX`` (see ``grader.execute``).
@@ -23,6 +25,10 @@ import json
 import os
 import re
 import sys
+import types
+from inspect import CO_OPTIMIZED
+
+from grader.shortcuts import BANNED, TAMPERED
 
 _LOG_FD = None
 _READ: tuple = ()
@@ -30,6 +36,8 @@ _LIBRARIES: tuple = ()  # read roots that hold only installed code (checked with
 _WRITE: tuple = ()
 _SNAPSHOT: dict = {}
 _SEEN_EVENTS: set = set()
+_OWN_PROFILER = False  # True while the recorders themselves call sys.setprofile
+_SET_PROFILE = sys.setprofile
 
 # Events refused outright (the exercises need none of them).
 _BLOCKED = {
@@ -136,7 +144,7 @@ def _audit(event: str, args) -> None:
         _check_path(name, False, event)
     elif event in _BLOCKED:
         _deny("blocked", event)
-    elif event in _NOTED and event not in _SEEN_EVENTS:
+    elif event in _NOTED and event not in _SEEN_EVENTS and not _OWN_PROFILER:
         _SEEN_EVENTS.add(event)
         _log("noted", event)
 
@@ -363,6 +371,61 @@ def _copy(value):
     return value
 
 
+def _builtin_name(fn) -> str:
+    owner = getattr(fn, "__self__", None)
+    if owner is None or isinstance(owner, types.ModuleType):
+        where = getattr(fn, "__module__", None) or getattr(owner, "__name__", "?")
+    else:  # a method, e.g. torch.Tensor.softmax
+        where = f"{type(owner).__module__}.{type(owner).__qualname__}"
+    return f"{where}.{getattr(fn, '__name__', '?')}"
+
+
+def _call_watched(exercise: str, fn, args, kwargs, seen: dict):
+    """``fn(*args, **kwargs)``, noting in ``seen`` every call it makes, at any depth, to
+    ``exercise``'s shortcuts, and ``TAMPERED`` if it switched the profiler off meanwhile.
+    The profiler sees the actual callee, so aliases and captured references are caught."""
+    global _OWN_PROFILER
+    rules = BANNED.get(exercise)
+    if not rules:
+        return fn(*args, **kwargs)
+    prefixes = tuple(f"{p}." for p in rules)
+    builtins_named = set().union(*rules.values())
+    own_code = _call_watched.__code__
+
+    def profile(frame, event, arg):
+        if event == "call":
+            module = frame.f_globals.get("__name__")
+            if type(module) is not str or not f"{module}.".startswith(prefixes):
+                return
+            if not frame.f_code.co_flags & CO_OPTIMIZED:
+                return  # a module or class body run by an import, not a call
+            parts = frame.f_code.co_qualname.split(".")
+            for prefix, names in rules.items():
+                if f"{module}.".startswith(f"{prefix}."):
+                    for i, part in enumerate(parts):
+                        if part in names:
+                            seen[".".join([module, *parts[: i + 1]])] = None
+                            break
+        elif event == "c_call":
+            if arg is _SET_PROFILE and frame.f_code is not own_code:
+                seen[TAMPERED] = None
+            elif getattr(arg, "__name__", None) in builtins_named:
+                seen[_builtin_name(arg)] = None
+
+    previous = sys.getprofile()
+    _OWN_PROFILER = True
+    sys.setprofile(profile)
+    _OWN_PROFILER = False
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if sys.getprofile() is not profile:
+            seen[TAMPERED] = None
+        _OWN_PROFILER = True
+        sys.setprofile(previous)
+        _OWN_PROFILER = False
+
+
 def _raised(err: BaseException) -> dict:
     return {"ename": type(err).__name__, "evalue": str(err)[:500]}
 
@@ -374,8 +437,6 @@ def _names(source: str) -> list[str]:
 
 def visible(cell_id: str, source: str, folder: str, ns: dict) -> None:
     """Run a visible test cell's source, recording every call to the learner's functions."""
-    import types
-
     out = _Writer(folder)
     record = {"cell": cell_id, "calls": [], "values": {}, "modules": {}, "missing": []}
     scope = dict(ns)
@@ -384,11 +445,17 @@ def visible(cell_id: str, source: str, folder: str, ns: dict) -> None:
         def recorded(*args, **kwargs):
             entry = {"fn": name, "args": out.encode(list(args)), "kwargs": out.encode(kwargs)}
             record["calls"].append(entry)
+            seen: dict = {}
             try:
-                result = fn(*_copy(args), **{k: _copy(v) for k, v in kwargs.items()})
+                result = _call_watched(
+                    name, fn, _copy(args), {k: _copy(v) for k, v in kwargs.items()}, seen
+                )
             except BaseException as err:
                 entry["raise"] = _raised(err)
                 raise
+            finally:
+                if seen:
+                    entry["shortcuts"] = list(seen)[:10]
             entry["result"] = out.encode(result)
             return result
 
@@ -477,6 +544,7 @@ def hidden(cell_id: str, name: str, fn_name: str, cases: str, folder: str, ns: d
     """Call the learner's function on the grader's hidden inputs and record the results."""
     out = _Writer(folder)
     record = {"cell": cell_id, "exercise": name, "results": [], "missing": fn_name not in ns}
+    seen: dict = {}
     try:
         if not record["missing"]:
             fn = ns[fn_name]
@@ -488,12 +556,15 @@ def hidden(cell_id: str, name: str, fn_name: str, cases: str, folder: str, ns: d
                 try:
                     if not callable(fn):
                         raise TypeError(f"`{fn_name}` is a {type(fn).__name__}, not a function")
-                    record["results"].append({"result": out.encode(fn(*args, **kwargs))})
+                    result = _call_watched(name, fn, args, kwargs, seen)
+                    record["results"].append({"result": out.encode(result)})
                 except BaseException as err:  # noqa: BLE001
                     record["results"].append({"raise": _raised(err)})
                     if isinstance(err, KeyboardInterrupt):
                         break
     finally:
+        if seen:
+            record["shortcuts"] = list(seen)[:10]
         out.save(record)
 
 

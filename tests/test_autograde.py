@@ -124,6 +124,7 @@ CASE_IDS = """
     honest monkeypatch_np patch_checks input_transformer custom_exc showtraceback settrace
     event_hook deleted_tests skip_tags test_to_markdown forged_cells duplicated_answer reordered
     eq_object ndarray_subclass read_secrets write_gradebook shortcut_torch course_helper
+    shortcut_alias shortcut_tamper torch_building_block shortcut_sdpa
     loop_in_cell loop_in_function os_exit_cell os_exit_function memory_hog system_exit
     syntax_error output_flood warnings corrupt_json empty_file old_nbformat latin1 wrong_name
     untitled nested zip_inside zoe not_submitted
@@ -135,9 +136,9 @@ def test_pinned_points_flags_and_messages(graded, student):
     _, _, cases, rows, results, _ = graded
     assert set(CASE_IDS) | {"all_solutions", "all_release"} == set(cases)
     case = cases[student]
-    mine = _mine(rows, student)
-    result = results[(student, NB)]
-    for ex in exercises(NB):
+    mine = _mine(rows, student, case.notebook)
+    result = results[(student, case.notebook)]
+    for ex in exercises(case.notebook):
         want = case.points.get(ex.grade_id, "full" if ex.autograded else "")
         if want is None:
             continue
@@ -157,7 +158,7 @@ def test_pinned_points_flags_and_messages(graded, student):
         assert result["flags"] == []
     if case.flags:  # every attempt appears in the instructor's report, with its reason
         report = (graded[1] / "report" / "index.html").read_text()
-        assert f"{student} · {NB}" in report
+        assert f"{student} · {case.notebook}" in report
 
 
 def test_nothing_outside_the_sandbox_was_touched(graded):
