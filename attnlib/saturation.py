@@ -117,7 +117,20 @@ def format_table(rows):
     return "\n".join(lines)
 
 
-def train_to_imitate(scaled, d_k=128, T=32, batch=32, steps=200, lr=1e-3, seed=0, threshold=0.9):
+def _adam_step(params, moments, t, lr, betas=(0.9, 0.999), eps=1e-8):
+    """Adam, written out: torch.optim's first step imports torch._dynamo (about 1 s)."""
+    import torch
+
+    with torch.no_grad():
+        for p, (m, v) in zip(params, moments, strict=True):
+            m.mul_(betas[0]).add_(p.grad, alpha=1 - betas[0])
+            v.mul_(betas[1]).addcmul_(p.grad, p.grad, value=1 - betas[1])
+            m_hat, v_hat = m / (1 - betas[0] ** t), v / (1 - betas[1] ** t)
+            p -= lr * m_hat / (v_hat.sqrt() + eps)
+            p.grad = None
+
+
+def train_to_imitate(scaled, d_k=128, T=16, batch=16, steps=200, lr=3e-3, seed=0, threshold=0.9):
     """A short training run: one attention head learns W_Q, W_K to copy a teacher head.
 
     The teacher is a fixed, scaled head; the student starts from components of variance 1
@@ -133,7 +146,8 @@ def train_to_imitate(scaled, d_k=128, T=32, batch=32, steps=200, lr=1e-3, seed=0
         )
         W_Q = (torch.randn(d_k, d_model, generator=data) / d_model**0.5).requires_grad_()
         W_K = (torch.randn(d_k, d_model, generator=data) / d_model**0.5).requires_grad_()
-        optimiser = torch.optim.Adam([W_Q, W_K], lr=lr)
+        params = [W_Q, W_K]
+        moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
 
         def weights(X, W_Q, W_K, scale):
             S = (X @ W_Q.T) @ (X @ W_K.T).transpose(-1, -2)  # [batch, T, T]
@@ -146,9 +160,8 @@ def train_to_imitate(scaled, d_k=128, T=32, batch=32, steps=200, lr=1e-3, seed=0
                 target = weights(X, W_Q_t, W_K_t, True) @ (X @ W_V.T)
             A = weights(X, W_Q, W_K, scaled)
             loss = ((A @ (X @ W_V.T) - target) ** 2).mean()
-            optimiser.zero_grad()
             loss.backward()
-            optimiser.step()
+            _adam_step(params, moments, step + 1, lr)
             losses.append(loss.item())
             if step in (0, steps - 1):
                 shares.append((A.max(dim=-1).values > threshold).float().mean().item())

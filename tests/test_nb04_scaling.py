@@ -306,3 +306,18 @@ def test_short_training_run_learns_only_when_scaled():
 def test_short_training_run_is_deterministic():
     a, b = (saturation.train_to_imitate(False, steps=5, seed=3) for _ in range(2))
     assert np.array_equal(a["loss"], b["loss"])
+
+
+def test_written_out_adam_matches_torch_optim():
+    torch.manual_seed(0)
+    start = torch.randn(4, 3)
+    mine, ref = start.clone().requires_grad_(), start.clone().requires_grad_()
+    moments = [(torch.zeros_like(mine), torch.zeros_like(mine))]
+    optimiser = torch.optim.Adam([ref], lr=0.01)
+    for t in range(1, 6):
+        (mine**3).sum().backward()
+        saturation._adam_step([mine], moments, t, lr=0.01)
+        optimiser.zero_grad()
+        (ref**3).sum().backward()
+        optimiser.step()
+    assert torch.allclose(mine, ref, atol=1e-6)
