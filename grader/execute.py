@@ -26,6 +26,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
 from grader.course import REPO_ROOT
+from grader.hidden import shortcuts
 
 TIMEOUT_ENAME = "GraderCellTimeout"
 
@@ -93,6 +94,7 @@ def kernel_env(sandbox: Path, private: Path, *, seed: int, memory_mb: int, cpu_s
         "cpu_seconds": cpu_seconds,
         "fsize_bytes": 256 * 2**20,
         "seed": seed,
+        "shortcuts": shortcuts(),
     }
     env = {
         "PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin",

@@ -6,7 +6,8 @@ that return exactly what the kernel recorded for the same arguments; a hidden te
 comparing recorded results with ``grader.hidden``'s references on the grader's own inputs.
 Monkeypatched ``np.allclose``, patched check functions, IPython hooks, ``__eq__`` objects and
 ndarray subclasses therefore change nothing here: only recorded numbers count. A function
-the kernel saw calling its exercise's whole-solution shortcut (``grader.shortcuts``) fails.
+the kernel saw calling its exercise's whole-solution shortcut (``grader.hidden.shortcuts``)
+fails.
 """
 
 import ast
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from attnlib.checks._core import CheckFailed, call
-from grader.shortcuts import TAMPERED
+from grader.sandbox_kernel import TAMPERED
 
 MAX_RECORD_BYTES = 50 * 2**20
 _FILE = re.compile(r"a\d+\.npy")

@@ -13,7 +13,8 @@ kernel decides the grade (``grader.judge``). The sandbox makes cheating hard and
   the instructor report;
 - a snapshot of the functions checks rely on, so the recorders can report tampering;
 - a profiler (``sys.setprofile``) on the graded function while the recorders call it, noting
-  calls to that exercise's whole-solution shortcuts (``grader.shortcuts``).
+  calls to that exercise's whole-solution shortcuts (``grader.hidden.shortcuts()``, handed
+  to the kernel in its settings, since the kernel cannot read the hidden modules).
 
 Started as ``python -m grader.sandbox_kernel -f CONNECTION_FILE`` with the sandbox settings
 as JSON in ``ATTN_SANDBOX`` (see ``grader.execute``).
@@ -28,9 +29,10 @@ import sys
 import types
 from inspect import CO_OPTIMIZED
 
-from grader.shortcuts import BANNED, TAMPERED
+TAMPERED = "sys.setprofile"  # recorded when the graded function switched the profiler off
 
 _LOG_FD = None
+BANNED: dict = {}  # {exercise: {module prefix: set of names}}, from the settings
 _READ: tuple = ()
 _LIBRARIES: tuple = ()  # read roots that hold only installed code (checked without realpath)
 _WRITE: tuple = ()
@@ -263,6 +265,8 @@ def anomalies() -> list[str]:
 def main(argv=None) -> None:
     global _LOG_FD, _READ, _WRITE, _LIBRARIES
     cfg = json.loads(os.environ.pop("ATTN_SANDBOX"))
+    for exercise, rules in cfg.get("shortcuts", {}).items():
+        BANNED[exercise] = {prefix: set(names) for prefix, names in rules.items()}
     _limit("RLIMIT_AS", cfg.get("memory_bytes"))
     _limit("RLIMIT_CPU", cfg.get("cpu_seconds"))
     _limit("RLIMIT_FSIZE", cfg.get("fsize_bytes"))

@@ -6,17 +6,9 @@ tricks worthless); it tells the instructor who tried what, with the line that di
 
 import ast
 import re
+from functools import cache
 
-# Attribute or imported names that implement a whole exercise in one call.
-SHORTCUTS = {
-    "softmax": {"softmax", "log_softmax", "Softmax", "special"},
-    "attention": {
-        "scaled_dot_product_attention",
-        "MultiheadAttention",
-        "multi_head_attention_forward",
-    },
-}
-ANYWHERE = {"scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward"}
+from grader.hidden import shortcuts
 
 IPYTHON_HOOKS = {
     "input_transformers_cleanup",
@@ -101,6 +93,13 @@ LIBRARY_ROOTS = {
 }
 
 
+@cache
+def _shortcut_names(exercise: str) -> frozenset[str]:
+    """Names that implement ``exercise`` in one call (the tripwire's list, by name only)."""
+    rules = shortcuts().get(exercise, {})
+    return frozenset(name for names in rules.values() for name in names)
+
+
 def _root(node) -> str | None:
     while isinstance(node, ast.Attribute):
         node = node.value
@@ -159,7 +158,7 @@ def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) ->
                         f"imports `{full}` from the course's helper package (is it the "
                         f"course's own version of `{grade_id}`?)",
                     )
-                elif alias.name in SHORTCUTS.get(grade_id, set()) | ANYWHERE:
+                elif alias.name in _shortcut_names(grade_id):
                     flag(node, f"whole-solution shortcut: imports `{full}`")
                 if "unittest.mock" in full or alias.name == "mock":
                     flag(node, "imports mock (monkeypatching)")
@@ -183,7 +182,7 @@ def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) ->
             dotted = _dotted(node)
             if node.attr in IPYTHON_HOOKS and isinstance(node.ctx, ast.Load):
                 flag(node, f"uses IPython/sys hook `{dotted}`")
-            if node.attr in SHORTCUTS.get(grade_id, set()) | ANYWHERE:
+            if node.attr in _shortcut_names(grade_id):
                 flag(node, f"whole-solution shortcut: uses `{dotted}`")
             elif _root(node) in course_aliases and isinstance(node.ctx, ast.Load):
                 flag(node, f"uses the course's helper `{dotted}` in an answer")

@@ -7,7 +7,7 @@ import torch
 
 from attnlib import shipped
 from attnlib.paths import data_file
-from grader.hidden import patterns as reference
+from grader.hidden import nb08_attention_maps as reference
 
 
 @pytest.fixture(scope="module")

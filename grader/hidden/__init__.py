@@ -28,19 +28,41 @@ class Exercise:
     atol: float = 1e-6
     rtol: float = 1e-5
     outcome: Callable | None = None  # (result, args) -> what is compared, when answers vary
+    # Whole-solution shortcuts: {module prefix: names} the learner's function must not call.
+    shortcuts: dict = field(default_factory=dict)
 
 
 REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None):
-    """Decorator: register the function below as the reference for exercise ``name``."""
+def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None, shortcuts=None):
+    """Decorator: register the function below as the reference for exercise ``name``.
+
+    ``shortcuts`` maps a module prefix to names the learner's function must not call while
+    it is graded: a Python function counts when its module is under the prefix and one part
+    of its qualified name is listed (``CausalSelfAttention.forward`` counts as
+    ``CausalSelfAttention``); a builtin counts by its name alone. Building blocks
+    (``torch.softmax`` inside ``attention``) and other exercises' shortcuts stay allowed.
+    """
 
     def register(reference):
-        REGISTRY[name] = Exercise(reference, cases, list(mistakes), atol, rtol, outcome)
+        REGISTRY[name] = Exercise(
+            reference, cases, list(mistakes), atol, rtol, outcome, dict(shortcuts or {})
+        )
         return reference
 
     return register
+
+
+def shortcuts() -> dict[str, dict[str, list[str]]]:
+    """{exercise: {module prefix: sorted names}} for every exercise that bans shortcuts: the
+    one list the run-time tripwire and the static scan both use."""
+    _load_all()
+    return {
+        name: {prefix: sorted(names) for prefix, names in spec.shortcuts.items()}
+        for name, spec in sorted(REGISTRY.items())
+        if spec.shortcuts
+    }
 
 
 def _load_all():

@@ -1,4 +1,4 @@
-"""Visible checks for notebook 07 (reading attention maps).
+"""Visible checks for notebook 08 (reading attention maps).
 
 The patterns below are small, hand-made attention maps (rows are queries, each row sums
 to 1, zeros above the diagonal). The expected scores were worked out by hand in the

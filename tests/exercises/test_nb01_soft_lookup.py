@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.checks import lookup as checks
+from attnlib.checks import nb01_soft_lookup as checks
 
 NB = "01_soft_lookup"
 CHECKS = {

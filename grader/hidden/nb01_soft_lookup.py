@@ -28,6 +28,20 @@ def _whole_array(x, axis=-1):
 
 @exercise(
     "softmax",
+    shortcuts={
+        "torch": {
+            "softmax",
+            "log_softmax",
+            "_softmax",
+            "_log_softmax",
+            "special_softmax",
+            "special_log_softmax",
+            "Softmax",
+            "LogSoftmax",
+        },
+        "scipy.special": {"softmax", "log_softmax"},
+        "attnlib": {"softmax_weights"},
+    },
     cases=_softmax_cases,
     mistakes=[
         (

@@ -76,6 +76,14 @@ def _variant(scores=None, scale=None, axis=-1, mask_step="before", swap=False, w
 
 @exercise(
     "attention",
+    shortcuts={
+        "torch": {
+            "scaled_dot_product_attention",
+            "MultiheadAttention",
+            "multi_head_attention_forward",
+        },
+        "attnlib": {"CausalSelfAttention"},
+    },
     cases=_cases,
     mistakes=[
         (

@@ -41,6 +41,7 @@ def _large_negative(value):
 
 @exercise(
     "causal_mask",
+    shortcuts={"attnlib": {"causal_mask"}},
     cases=_mask_cases,
     mistakes=[
         (

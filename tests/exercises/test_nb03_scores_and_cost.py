@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnlib import cost
-from attnlib.checks import scores as checks
+from attnlib.checks import nb03_scores_and_cost as checks
 from attnlib.checks._core import CheckFailed
 from grader.hidden import verify
 

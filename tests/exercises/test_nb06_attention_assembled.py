@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnlib.checks import assembled as checks
+from attnlib.checks import nb06_attention_assembled as checks
 from attnlib.checks._core import CheckFailed
 from grader.hidden import verify
 

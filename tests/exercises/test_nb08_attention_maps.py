@@ -1,13 +1,13 @@
-"""Notebook 07: the checks accept right answers and name the wrong ones."""
+"""Notebook 08: the checks accept right answers and name the wrong ones."""
 
 import numpy as np
 import pytest
 
-from attnlib.checks import patterns as checks
+from attnlib.checks import nb08_attention_maps as checks
 from attnlib.checks._core import CheckFailed
 from grader.hidden import verify
 
-NB = "07_attention_maps"
+NB = "08_attention_maps"
 EXERCISES = [
     "self_score",
     "previous_token_score",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.checks import projections as checks
+from attnlib.checks import nb02_projections as checks
 
 NB = "02_projections"
 CHECKS = {"project": checks.check_project, "qkv": checks.check_qkv}

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnlib.checks import masking as checks
+from attnlib.checks import nb05_causal_mask as checks
 from attnlib.checks._core import CheckFailed
 from grader.hidden import verify
 

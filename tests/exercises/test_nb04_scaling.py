@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnlib import saturation
-from attnlib.checks import scaling as checks
+from attnlib.checks import nb04_scaling as checks
 from attnlib.checks._core import CheckFailed
 from grader.hidden import verify
 
