@@ -38,8 +38,8 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 SHOTS = REPO_ROOT / "artifacts" / "browser"
 COPY_IGNORE = shutil.ignore_patterns(
-    ".venv", ".git", "artifacts", "handouts", "dist", "out", "__pycache__", ".pytest_cache",
-    ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
+    ".venv", ".git", "artifacts", "handouts", "dist", "out", "work", "__pycache__",
+    ".pytest_cache", ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
 )  # fmt: skip
 STEP = 90_000  # ms: the longest any one browser action or cell may take
 UNWRITTEN = re.compile(r"^✗ .+ (isn't|aren't) written yet\b.*$")  # the expected one-line message
