@@ -3,12 +3,14 @@
 The course grader leaves in OUT the gradebook (``OUT/gradebook.db``), the graded notebooks
 (``OUT/nbgrader/autograded/<student>/<notebook>/``) and ``OUT/nbgrader/nbgrader_config.py``.
 Formgrader lists an assignment only if it has a *source* folder, and counts (and links) a
-submission only if it has a *submitted* folder, so this command adds a source folder per
-graded notebook holding the release version (never a solution or a hidden test), a
-submitted folder per graded submission, and an exchange folder, so formgrader has no
-exchange to warn about. It then starts JupyterLab
-on ``OUT/nbgrader``, opening at formgrader, with the instructor's launch profile
-(``attnlib.lab``: nbgrader's instructor tools on) and this course's formgrader settings.
+submission only if it has a *submitted* one, so this command adds nbgrader's layout: per
+graded notebook a source folder holding the release version (never a solution or a hidden
+test); per graded submission, unless one was collected there already, the submission as the
+course grader rebuilt it (the student's answer cells, every other cell from the release,
+no outputs); and an exchange folder, so formgrader has no exchange to warn about. It then
+starts JupyterLab on ``OUT/nbgrader``, opening at formgrader, with the instructor's launch
+profile (``attnlib.lab``: nbgrader's instructor tools on) and this course's formgrader
+settings.
 
 Hand-entered points are saved in the gradebook; ``python -m grader totals OUT`` carries them
 into ``totals.csv``, the feedback and the report.
@@ -23,6 +25,7 @@ import argparse
 import shutil
 from pathlib import Path
 
+import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbgrader.api import Gradebook
 
@@ -74,6 +77,20 @@ def graded(out: Path) -> dict[str, list[str]]:
     return {a: found[a] for a in course.assignments() if a in found}
 
 
+def _lay_out_submission(root: Path, student: str, assignment: str) -> None:
+    """``submitted/<student>/<assignment>/``, from the graded notebook, if nothing is there.
+    A notebook that was not handed in has no graded notebook, and gets nothing."""
+    folder = root / "submitted" / student / assignment
+    graded = root / "autograded" / student / assignment / f"{assignment}.ipynb"
+    if graded.is_file() and not any(folder.glob("*.ipynb")):
+        folder.mkdir(parents=True, exist_ok=True)
+        nb = nbformat.read(graded, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        nbformat.write(nb, folder / f"{assignment}.ipynb")
+
+
 def prepare(out: Path, exchange: Path | None = None) -> Path:
     """Make OUT/nbgrader ready for formgrader; return the launch profile folder."""
     root = out.resolve() / "nbgrader"
@@ -82,7 +99,7 @@ def prepare(out: Path, exchange: Path | None = None) -> Path:
         source.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(course.release_path(assignment), source / f"{assignment}.ipynb")
         for student in students:
-            (root / "submitted" / student / assignment).mkdir(parents=True, exist_ok=True)
+            _lay_out_submission(root, student, assignment)
     exchange = (exchange or root / "exchange").resolve()
     exchange.mkdir(parents=True, exist_ok=True)
     profile = write_profile(root / ".jupyter", instructor=True)

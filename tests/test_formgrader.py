@@ -9,17 +9,20 @@ nbgrader's instructor tools, and that formgrader's Autograde button refuses (sto
 """
 
 import csv
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 
+import nbformat
 import pytest
-from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN
+from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN, copy_out
 from test_browser import CHROMIUM, SHOTS, STEP, Lab, browser, nbgrader_tools
 
-from grader.course import REPO_ROOT
+from grader.course import REPO_ROOT, release_path
+from grader.formgrader import prepare
 
 MAKEFILE = (REPO_ROOT / "Makefile").read_text()
 
@@ -116,24 +119,50 @@ def test_instructor_launch_shows_the_instructor_tools(formgrader, page):
 
 
 def test_autograde_button_refuses_and_points_to_the_course_grader(formgrader, page):
-    # alice's notebook collected the way `nbgrader collect` lays it out: stock autograde
-    # would now get far enough to run it, so the course's exporter must stop it.
-    collected = formgrader.out / "nbgrader" / "submitted" / "alice" / NB
-    shutil.copy(STUDENTS["alice"], collected / f"{NB}.ipynb")
     graded = {s: _graded_notebook(formgrader.out, s).read_bytes() for s in STUDENTS}
+    for student in STUDENTS:  # laid out for formgrader, so stock autograde would run it
+        assert (formgrader.out / "nbgrader" / "submitted" / student / NB / f"{NB}.ipynb").is_file()
     page.goto(f"{formgrader.url}/formgrader/manage_submissions/{NB}")
-    said = {}
-    for student in STUDENTS:  # bob's notebook was not collected: nbgrader stops on its own
+    for student in STUDENTS:
         page.locator("#main-table tr", has_text=student).locator(".autograde a").click()
         modal = page.locator("#error-modal")
         modal.wait_for()
-        said[student] = modal.inner_text()
+        said = modal.inner_text()
         page.screenshot(path=SHOTS / f"formgrader-5-autograde-{student}.png")
+        assert "outside the course grader's sandbox" in said, said
+        assert f"make grade SUBMISSIONS=<folder> OUT={formgrader.out}" in said, said
         modal.get_by_role("button", name="OK").click()
         modal.wait_for(state="detached")
-    assert "outside the course grader's sandbox" in said["alice"], said["alice"]
-    assert f"make grade SUBMISSIONS=<folder> OUT={formgrader.out}" in said["alice"]
-    assert "No notebooks were matched" in said["bob"], said["bob"]
     for student, before in graded.items():
         assert _graded_notebook(formgrader.out, student).read_bytes() == before, student
-    (collected / f"{NB}.ipynb").unlink()
+
+
+def test_prepare_lays_out_nbgrader_s_folders_and_the_profile(small_class, tmp_path):
+    """What `make formgrader` adds to OUT before it starts the server (no browser needed)."""
+    out = copy_out(small_class, tmp_path / "out")
+    root = out / "nbgrader"
+    shutil.rmtree(root / "submitted", ignore_errors=True)
+    _graded_notebook(out, "bob").unlink()  # as if bob had not handed notebook 01 in
+    profile = prepare(out)
+    assert (root / "source" / NB / f"{NB}.ipynb").read_bytes() == release_path(NB).read_bytes()
+    laid_out = nbformat.read(root / "submitted" / "alice" / NB / f"{NB}.ipynb", as_version=4)
+    assert not any(c.get("outputs") for c in laid_out.cells if c.cell_type == "code")
+    answers = [c.source for c in laid_out.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert answers and all("NotImplementedError" not in a for a in answers)
+    assert not (root / "submitted" / "bob").exists()
+    page_config = json.loads((profile / "labconfig" / "page_config.json").read_text())
+    assert set(page_config["disabledExtensions"].values()) == {False}
+    server = json.loads((profile / "jupyter_server_config.json").read_text())
+    assert server["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"]
+    config = (profile / "nbgrader_config.py").read_text()
+    assert (
+        f"c.Exchange.root = {str(root / 'exchange')!r}" in config and (root / "exchange").is_dir()
+    )
+    assert "c.Autograde.exporter_class = 'grader.formgrader.CourseGraderOnly'" in config
+
+
+def test_formgrader_on_a_folder_that_was_never_graded(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "grader", "formgrader", str(tmp_path)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {tmp_path} holds no graded")
+    assert len(proc.stderr.strip().splitlines()) == 1
