@@ -9,6 +9,8 @@ notebook runs, so it takes a second or two, not a regrade.
 import json
 from pathlib import Path
 
+from nbgrader.api import Gradebook
+
 from grader import course, gradebook, report
 from grader.cli import UserError
 
@@ -34,13 +36,27 @@ def load_results(out: Path) -> list[dict]:
     return sorted(results, key=lambda r: (r["student"], r["notebook"]))
 
 
+def hand_scores(out: Path) -> dict[tuple[str, str], dict[str, float]]:
+    """{(student, assignment): {grade_id: points}} of every written answer given points in
+    formgrader, read in one gradebook session (one per notebook was the slow part)."""
+    scores: dict = {}
+    with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                mine = scores.setdefault((submission.student.id, assignment.name), {})
+                for notebook in submission.notebooks:
+                    mine.update(
+                        (g.name, float(g.manual_score))
+                        for g in notebook.grades
+                        if g.cell.cell_type == "markdown" and g.manual_score is not None
+                    )
+    return scores
+
+
 def current(out: Path) -> tuple[list[dict], list[dict], list[str]]:
     """(results, grades.csv rows with today's hand-entered points, notebooks in course order)."""
     results = load_results(out)
-    manual = {
-        (r["student"], r["notebook"]): gradebook.manual_scores(out, r["student"], r["notebook"])
-        for r in results
-    }
+    manual = hand_scores(out)
     graded = {r["notebook"] for r in results}
     notebooks = [a for a in course.assignments() if a in graded]
     return results, report.rows(results, manual), notebooks
