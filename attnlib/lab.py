@@ -103,17 +103,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
-    if argv[:1] in (["update"], ["reset"]) or any(a in ("-h", "--help") for a in argv):
-        args, jupyter_args = parser.parse_args(argv), []
-    else:  # everything this module does not know goes to `jupyter lab`
-        args, jupyter_args = parser.parse_known_args(argv)
+    # Options this module does not know go to `jupyter lab` (only when launching it).
+    args, jupyter_args = parser.parse_known_args(argv)
+    if args.action and jupyter_args:
+        parser.error(f"unrecognized arguments: {' '.join(jupyter_args)}")
     try:
         if args.action == "update":
             print("\n".join(workspace.update(work=args.work)))
         elif args.action == "reset":
-            print(workspace.reset(args.notebook, args.exercise or None, work=args.work))
+            print(workspace.reset(args.notebook, args.exercise, work=args.work))
         else:
             for line in workspace.ensure(work=args.work):
                 print(line)

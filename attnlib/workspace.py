@@ -73,11 +73,8 @@ def _copy(path: Path, work: Path) -> Path:
     return work / path.parent.name / path.name
 
 
-def ensure(release: Path = RELEASE, work: Path = WORK) -> list[str]:
-    """Make the work folder (or add notebooks new in the release); never overwrite a copy.
-
-    Returns one line per thing the learner should know.
-    """
+def _add_missing(release: Path, work: Path) -> list[str]:
+    """Make the work folder, or add the notebooks it lacks; never overwrite a copy."""
     first_time = not work.is_dir()
     notes = [f"made your work folder {work} from the release"] if first_time else []
     manifest = _manifest(work)
@@ -89,13 +86,25 @@ def ensure(release: Path = RELEASE, work: Path = WORK) -> list[str]:
             manifest[name] = _digest(path)
             if not first_time:
                 notes.append(f"{name}: added to {work}")
-        elif manifest.get(name) != _digest(path):
-            notes.append(
-                f"{name}: the course has a newer version; `{command('update')}` brings it in"
-            )
     work.mkdir(parents=True, exist_ok=True)
     _save_manifest(work, manifest)
     return notes
+
+
+def stale(release: Path = RELEASE, work: Path = WORK) -> list[str]:
+    """The notebooks whose copy was made from another release than today's."""
+    manifest = _manifest(work)
+    return [n for n, path in released(release).items() if manifest.get(n) != _digest(path)]
+
+
+def ensure(release: Path = RELEASE, work: Path = WORK) -> list[str]:
+    """What a launch does first: the work folder made or completed, never overwritten.
+    Returns one line per thing the learner should know."""
+    notes = _add_missing(release, work)
+    return notes + [
+        f"{name}: the course has a newer version; `{command('update')}` brings it in"
+        for name in stale(release, work)
+    ]
 
 
 def _nbgrader(cell) -> dict:
@@ -170,12 +179,11 @@ def _relative(path: Path, work: Path) -> str:
 
 def update(release: Path = RELEASE, work: Path = WORK) -> list[str]:
     """Bring every changed release notebook into the work folder, keeping the answers."""
-    lines = [line for line in ensure(release, work) if "newer version" not in line]
+    lines = _add_missing(release, work)
     manifest = _manifest(work)
-    for name, path in released(release).items():
+    for name in stale(release, work):
+        path = released(release)[name]
         copy = _copy(path, work)
-        if manifest.get(name) == _digest(path):
-            continue
         new, kept, dropped = merge(nbformat.read(path, as_version=4), _read(copy))
         backup = _backup(copy, work)
         nbformat.write(new, copy)
@@ -195,7 +203,7 @@ def _choose(name: str, known: list[str], what: str, where: str = "") -> str:
         raise WorkspaceError(f"say which {what}{where}: one of {', '.join(known)}")
     if name in known:
         return name
-    matches = [k for k in known if k.startswith(name)] if name else []
+    matches = [k for k in known if k.startswith(name)]
     if len(matches) == 1:
         return matches[0]
     raise WorkspaceError(f"unknown {what} {name!r}{where}; known: {', '.join(known)}")
@@ -210,7 +218,7 @@ def reset(notebook: str, exercise: str | None = None, release: Path = RELEASE,
     if exercise is not None:
         gid = _choose(exercise, exercises(path), "exercise", f" in {name}")
     if not copy.exists():
-        ensure(release, work)
+        _add_missing(release, work)
         return f"{name}: {_relative(copy, work)} was missing; copied from the release"
     backup = _backup(copy, work)
     fresh = nbformat.read(path, as_version=4)
