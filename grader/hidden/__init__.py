@@ -1,9 +1,13 @@
 """Hidden checks: randomized, run only when a notebook is graded, never shipped.
 
-Each module in this package (one per notebook) declares its exercises with
-:func:`exercise`: a trusted reference, a generator of random argument tuples,
-and the plausible mistakes it can recognise, each with the message a learner
-should read. A notebook's hidden test cell calls ``verify("<name>", <name>)``.
+Each module in this package (``nbNN_slug.py``, one per notebook) declares its exercises with
+:func:`exercise`: a trusted reference, a generator of random argument tuples, the whole-
+solution shortcuts the learner must not call, and the exercise's **catalogue**: every
+plausible :class:`Mistake` and every unusual correct answer (:class:`Alternative`), each
+written once as the source of an answer cell. The same entry is compiled here to name the
+mistake when a learner's result matches it, pasted into answer cells by the Validate and
+grading tests, and looped over by the unit tests (``tests/exercises/catalogue.py``).
+A notebook's hidden test cell calls ``verify("<name>", <name>)``.
 
 Inputs are random; set ``ATTN_GRADER_SEED`` to make a grading run repeatable.
 """
@@ -11,31 +15,82 @@ Inputs are random; set ``ATTN_GRADER_SEED`` to make a grading run repeatable.
 import importlib
 import os
 import pkgutil
+import textwrap
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
 from attnlib.checks._core import CheckFailed, call
 
 
+@dataclass(frozen=True)
+class Mistake:
+    """A plausible wrong answer to one exercise, written once for every check and test.
+
+    ``source`` is a whole answer cell defining the exercise's function (it may use ``np`` and
+    the notebook's earlier exercises by name). ``caught_by`` says which checks must fail on it
+    ("visible", "hidden" or "both") and ``says`` the words (case-insensitive) their messages
+    must contain. With a ``message``, the hidden check recognises this answer by comparing
+    results and tells the learner exactly that ("Hidden check: " + message).
+    """
+
+    label: str
+    source: str
+    says: tuple[str, ...]
+    caught_by: str = "both"
+    message: str | None = None
+
+    def __post_init__(self):
+        if self.caught_by not in ("visible", "hidden", "both"):
+            raise ValueError(f"{self.label}: caught_by must be visible, hidden or both")
+        if self.message and not all(w.lower() in self.message.lower() for w in self.says):
+            raise ValueError(f"{self.label}: the hidden message must contain {self.says}")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A correct answer written differently (loops, einsum, torch ...): every check passes."""
+
+    label: str
+    source: str
+
+
 @dataclass
 class Exercise:
     reference: Callable
     cases: Callable  # rng -> iterable of argument tuples
-    mistakes: list = field(default_factory=list)  # [(wrong_fn, message)]
+    mistakes: list = field(default_factory=list)  # [Mistake]
     atol: float = 1e-6
     rtol: float = 1e-5
     outcome: Callable | None = None  # (result, args) -> what is compared, when answers vary
     # Whole-solution shortcuts: {module prefix: names} the learner's function must not call.
     shortcuts: dict = field(default_factory=dict)
+    alternatives: list = field(default_factory=list)  # [Alternative]
+    module: str = ""  # the hidden module, named after the notebook ("nb01_soft_lookup")
+
+    @property
+    def notebook(self) -> str:
+        """The assignment id, e.g. "01_soft_lookup"."""
+        return self.module.rsplit(".", 1)[-1].removeprefix("nb")
 
 
 REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None, shortcuts=None):
+def exercise(
+    name,
+    *,
+    cases,
+    mistakes=(),
+    alternatives=(),
+    atol=1e-6,
+    rtol=1e-5,
+    outcome=None,
+    shortcuts=None,
+):
     """Decorator: register the function below as the reference for exercise ``name``.
 
     ``shortcuts`` maps a module prefix to names the learner's function must not call while
@@ -47,7 +102,15 @@ def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None, sh
 
     def register(reference):
         REGISTRY[name] = Exercise(
-            reference, cases, list(mistakes), atol, rtol, outcome, dict(shortcuts or {})
+            reference,
+            cases,
+            list(mistakes),
+            atol,
+            rtol,
+            outcome,
+            dict(shortcuts or {}),
+            list(alternatives),
+            reference.__module__,
         )
         return reference
 
@@ -68,6 +131,29 @@ def shortcuts() -> dict[str, dict[str, list[str]]]:
 def _load_all():
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+
+
+def catalogue(notebook: str) -> dict[str, Exercise]:
+    """{exercise name: its spec} for one notebook ("01_soft_lookup"), in notebook order."""
+    _load_all()
+    return {name: ex for name, ex in REGISTRY.items() if ex.notebook == notebook}
+
+
+def compile_answer(source: str, name: str, namespace: dict):
+    """The function ``name`` that an answer cell's ``source`` defines, run in a copy of
+    ``namespace`` (the notebook's names: ``np``, earlier exercises ...)."""
+    scope = dict(namespace)
+    exec(compile(textwrap.dedent(source).strip() + "\n", f"<answer {name}>", "exec"), scope)
+    return scope[name]
+
+
+@cache
+def _named_mistake(name: str, label: str):
+    """A catalogue mistake compiled against the references of its notebook."""
+    entry = REGISTRY[name]
+    scope = {"np": np, **{n: ex.reference for n, ex in catalogue(entry.notebook).items()}}
+    (mistake,) = (m for m in entry.mistakes if m.label == label)
+    return compile_answer(mistake.source, name, scope)
 
 
 def rng_for(name: str) -> np.random.Generator:
@@ -134,9 +220,15 @@ def check_case(name: str, args, got) -> None:
             return
     except (TypeError, ValueError, IndexError) as err:
         raise CheckFailed(f"Hidden check: `{name}` returned {err}, not numbers.") from None
-    for wrong, message in entry.mistakes:
+    for mistake in entry.mistakes:
+        if isinstance(mistake, tuple):  # TODO(catalogue): the old (fn, message) form, until
+            wrong_fn, message = mistake  # every hidden module lists Mistake entries
+        elif mistake.message:
+            wrong_fn, message = _named_mistake(name, mistake.label), mistake.message
+        else:
+            continue
         try:
-            if same(got, _judged(entry, wrong(*_copy(args)), args), entry.atol, entry.rtol):
+            if same(got, _judged(entry, wrong_fn(*_copy(args)), args), entry.atol, entry.rtol):
                 raise CheckFailed(f"Hidden check: {message}")
         except (TypeError, ValueError, IndexError, FloatingPointError):
             continue
