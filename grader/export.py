@@ -11,8 +11,8 @@ Points are the autograded ones plus those entered in formgrader, read fresh (as
 - ``--long`` (default ``OUT/grades_long.csv``): ``student, assignment, points, max``, one row
   per student and notebook.
 
-A notebook with a written answer still to grade is left blank in both (Canvas leaves a blank
-cell as it is) and listed. The roster (optional) is a CSV with a ``student`` column (the
+A notebook with a written answer still to grade is left blank in both (no points are sent
+for it) and listed. The roster (optional) is a CSV with a ``student`` column (the
 folder names of the submissions) and any of ``name, id, sis_user_id, sis_login_id,
 section``; without it the ID columns are blank and Canvas can match rows by the Student
 column only.
