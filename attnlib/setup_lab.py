@@ -1,14 +1,13 @@
-"""One-time JupyterLab set-up for the course environment (run by `make setup`).
+"""JupyterLab set-up for the course environment (run by `make setup` and by each launch).
 
-Ships the course's JupyterLab settings into this environment and enables nbgrader's
-extensions, so the Validate button is there. The settings make a learner's first
+Ships the course's JupyterLab settings into this environment. They make a learner's first
 open quiet: no news or update pop-ups, no kernel picker, notebooks listed in course
 order. They are JupyterLab *overrides* (defaults a learner can still change), written
 to ``<env>/share/jupyter/lab/settings/overrides.json``. The browser test checks them.
+Which of nbgrader's extensions show is decided per launch (``attnlib.lab``), not here.
 """
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -49,14 +48,7 @@ def write_settings(prefix: str = sys.prefix) -> Path:
 
 
 def main() -> None:
-    path = write_settings()
-    jupyter = Path(sys.executable).with_name("jupyter")
-    for cmd in (
-        [jupyter, "labextension", "enable", "@jupyter/nbgrader", "--level=sys_prefix"],
-        [jupyter, "server", "extension", "enable", "nbgrader", "--sys-prefix"],
-    ):
-        subprocess.run(cmd, check=True, capture_output=True)
-    print(f"JupyterLab settings written to {path}")
+    print(f"JupyterLab settings written to {write_settings()}")
 
 
 if __name__ == "__main__":

@@ -56,3 +56,11 @@ def check_failures():
         return found
 
     return failures
+
+
+@pytest.fixture(scope="session")
+def small_class(tmp_path_factory):
+    """OUT of a small class graded once (``fixtures/small_class.py``); tests copy it."""
+    from fixtures.small_class import grade
+
+    return grade(tmp_path_factory.mktemp("small_class"))
