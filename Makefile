@@ -9,7 +9,7 @@ SUBMISSIONS ?= submitted
 OUT ?= out
 
 .PHONY: setup lab update reset test release grade formgrader totals export data bench handouts \
-	bundle lint browser clean
+	bundle lint browser clean hub-setup hub hub-end
 
 $(STAMP): pyproject.toml attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ update: setup
 reset: setup
 	$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)
 
-test: setup browser
+test: setup browser hub-setup
 	$(PY) -m pytest
 
 release: setup
@@ -68,6 +68,36 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Installing chromium (Debian package) for the browser test and PDF handouts..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+# The workshop server (README "Workshop server"): JupyterHub for a room, as root.
+HUB_STAMP := $(VENV)/.hub-installed
+CHP := $(VENV)/chp/node_modules/.bin/configurable-http-proxy
+HUB_ROOT ?= /opt/attention-course
+HUB_OPTIONS ?=
+
+$(HUB_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,hub]'
+	touch $(HUB_STAMP)
+
+# JupyterHub's proxy from npm (pinned by hub/proxy/package-lock.json), Debian's Node.js and
+# the system Python the course environment is made from, if missing.
+$(CHP): hub/proxy/package.json hub/proxy/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "Installing Node.js and npm (Debian)..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	mkdir -p $(VENV)/chp && cp hub/proxy/package.json hub/proxy/package-lock.json $(VENV)/chp/
+	cd $(VENV)/chp && npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	touch $(CHP)
+
+hub-setup: $(HUB_STAMP) $(CHP)
+	@$(PY) -c "import hub.environment as e; e.interpreter()" 2>/dev/null || { \
+	  echo "Installing Debian's Python for the course environment..."; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null; }
+
+hub: setup hub-setup
+	$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)
+
+hub-end: setup hub-setup
+	$(PY) -m hub --root $(HUB_ROOT) end
 
 clean:
 	rm -rf $(VENV) out handouts dist artifacts

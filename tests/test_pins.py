@@ -1,4 +1,6 @@
-"""pyproject.toml and environment.yml must pin the same packages to the same versions."""
+"""pyproject.toml and environment.yml must pin the same packages to the same versions
+(the dependencies and the workshop server's `hub` extra; the test tools are not in the
+conda environment)."""
 
 import tomllib
 from pathlib import Path
@@ -7,7 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _pyproject_pins():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["hub"]
     return dict(d.split("==") for d in deps)
 
 
@@ -18,7 +21,9 @@ def _environment_pins():
 
 
 def test_every_dependency_is_pinned_exactly():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = [d for group in project["optional-dependencies"].values() for d in group]
+    deps = project["dependencies"] + extras
     assert deps and all("==" in d for d in deps), deps
 
 

@@ -1,0 +1,3 @@
+from hub.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""`python -m hub COMMAND`: the workshop server.
+
+The host (as root):      start, end
+An instructor (in a terminal of their Lab on the hub):
+                         release NOTEBOOK..., grade NOTEBOOK..., feedback NOTEBOOK..., totals
+"""
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from hub import settings
+from hub.environment import SetupError
+
+
+def _start_options(parser) -> None:
+    for f in fields(settings.Settings):
+        if f.name in ("root", "course_id"):
+            continue
+        option = "--" + f.name.replace("_", "-")
+        if f.name == "instructors":
+            parser.add_argument(option, nargs="+", metavar="NAME",
+                                help="instructor user names (default: instructor)")  # fmt: skip
+        else:
+            kind = type(f.default)
+            parser.add_argument(option, type=kind, help=f"default: {f.default}")
+    parser.add_argument("--student-password", help="the room's password (default: made once)")
+    parser.add_argument("--instructor-password", help="at least 32 characters (default: made)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m hub", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path,
+                        help=f"the server's folder (default: ${settings.ROOT_VARIABLE} or "
+                        f"{settings.DEFAULT_ROOT})")  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _start_options(sub.add_parser("start", help="lay out ROOT and run JupyterHub (as root)"))
+    end = sub.add_parser("end", help="stop, back up the day, wipe the attendees (as root)")
+    end.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    for name, summary in (
+        ("release", "release notebooks to the exchange"),
+        ("grade", "collect and grade with the course grader"),
+        ("feedback", "generate and release the feedback"),
+    ):
+        sub.add_parser(name, help=summary).add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+    sub.add_parser("totals", help="hand-entered points into grading/'s outputs")
+    return parser
+
+
+def _settings_for_start(args) -> settings.Settings:
+    given = {f.name: getattr(args, f.name) for f in fields(settings.Settings)
+             if getattr(args, f.name, None) is not None}  # fmt: skip
+    root = args.root or settings.DEFAULT_ROOT
+    try:  # a restart keeps the options of the last start unless given again
+        saved = vars(settings.load(root)) if (root / "hub" / "settings.json").is_file() else {}
+    except SystemExit:
+        saved = {}
+    saved.pop("course_id", None)  # always the course's own
+    return settings.Settings(**saved | given | {"root": root.resolve()})
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "start":
+            from hub import server
+
+            server.start(_settings_for_start(args), args.student_password,
+                         args.instructor_password)  # fmt: skip
+            return 0
+        s = settings.load(args.root)
+        if args.command == "end":
+            return _end(s, args.yes)
+        from hub import instructor
+
+        if args.command == "totals":
+            return instructor.totals(s)
+        return getattr(instructor, args.command)(s, args.notebooks)
+    except SetupError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _end(s: settings.Settings, yes: bool) -> int:
+    from hub import endofday, server
+
+    server.require_root("`python -m hub end`")
+    people = endofday.accounts(s)
+    if not yes:
+        answer = input(f"Back up, then remove {len(people)} accounts and their work? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing changed")
+            return 1
+    target, removed = endofday.end(s)
+    print(f"backup: {target}\nremoved {len(removed)} accounts: {', '.join(removed) or 'none'}")
+    return 0

@@ -1,0 +1,162 @@
+"""The course environment every attendee's server runs, and the student materials.
+
+The checkout's ``.venv`` cannot serve the room: its interpreter may sit under a 0700 home
+(``/root/.pyenv``), and it holds ``grader/`` (the hidden checks) as an editable install. So
+``ROOT/env`` is a new venv of an interpreter every user can run, seeded with the packages
+``make setup`` already installed and tested (same pins, same Python minor version): files are
+hard-linked where the file system allows it (nothing ever writes them in place), copied
+elsewhere. The course's own editable install is left out; instead ``ROOT/course`` holds the
+student materials, built like the student bundle (``grader.bundle``: a fresh release, attnlib,
+data, from an allow-list and scanned for solutions), and a ``.pth`` file makes its ``attnlib``
+importable. Everything is owned by root and readable by all, writable by nobody else.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from importlib import metadata
+from pathlib import Path
+
+from grader import bundle
+
+COURSE_DIST = "attention_step_by_step"  # the checkout's own editable install, never seeded
+SCRIPT = """#!{python}
+import sys
+from {module} import {attr}
+sys.exit({call}())
+"""
+
+
+class SetupError(Exception):
+    """A problem with the host, said in one line."""
+
+
+def world_usable(path: Path) -> bool:
+    """Every user can reach and run ``path`` (each parent folder searchable by others)."""
+    path = path.resolve()
+    if not path.exists() or not os.stat(path).st_mode & 0o001:
+        return False
+    return all(os.stat(p).st_mode & 0o001 for p in path.parents)
+
+
+def interpreter() -> Path:
+    """A Python of this version's minor release that every user can run (its standard
+    library too): this one if it can, else the system's."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    this = Path(sys.base_prefix, "bin", f"python{version}")
+    candidates = [this] if world_usable(stdlib) else []
+    candidates += [Path(f"/usr/bin/python{version}"), Path(f"/usr/local/bin/python{version}")]
+    for python in candidates:
+        if world_usable(python):
+            return python
+    raise SetupError(
+        f"no Python {version} that every user can run (this one is under a private folder): "
+        f"install Debian's python{version} (`make hub-setup` does, as root)"
+    )
+
+
+def _link_tree(src: Path, dest: Path, skip=lambda name: False) -> None:
+    def link(s, d):
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    def ignore(folder, names):
+        return [n for n in names if skip(n)] if Path(folder) == src else []
+
+    shutil.copytree(src, dest, symlinks=True, copy_function=link, ignore=ignore, dirs_exist_ok=True)
+
+
+def _site_packages(prefix: Path) -> Path:
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return prefix / "lib" / version / "site-packages"
+
+
+def _is_course_install(name: str) -> bool:
+    return COURSE_DIST in name.replace("-", "_")
+
+
+def _write_scripts(env: Path) -> int:
+    """The console scripts of the seeded packages (``jupyterhub-singleuser``, ``jupyter``,
+    ``nbgrader``...), pointing at the new interpreter."""
+    python = env / "bin" / "python"
+    count = 0
+    for dist in metadata.distributions(path=[str(_site_packages(env))]):
+        for ep in dist.entry_points:
+            if ep.group != "console_scripts" or not ep.attr:
+                continue
+            script = env / "bin" / ep.name
+            attr = ep.attr.split(".")[0]
+            call = ep.attr
+            script.write_text(SCRIPT.format(python=python, module=ep.module, attr=attr, call=call))
+            script.chmod(0o755)
+            count += 1
+    return count
+
+
+def fingerprint() -> str:
+    """What the environment is made of: the seeded distributions and versions."""
+    names = sorted(
+        f"{d.metadata['Name']}=={d.version}"
+        for d in metadata.distributions(path=[str(_site_packages(Path(sys.prefix)))])
+        if not _is_course_install(d.metadata["Name"] or "")
+    )
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+
+
+def build_env(env: Path, course: Path) -> bool:
+    """Make (or remake, if the checkout's packages changed) the course environment in ``env``,
+    with ``course``'s attnlib importable. Returns whether anything was built."""
+    stamp = env / ".seeded-from"
+    wanted = fingerprint()
+    if stamp.is_file() and stamp.read_text() == wanted:
+        _add_course(env, course)
+        return False
+    if sys.prefix == sys.base_prefix:
+        raise SetupError("run this from the course's .venv (`make hub` does)")
+    shutil.rmtree(env, ignore_errors=True)
+    subprocess.run([str(interpreter()), "-m", "venv", "--without-pip", str(env)], check=True)
+    seed = Path(sys.prefix)
+    _link_tree(_site_packages(seed), _site_packages(env), skip=_is_course_install)
+    for folder in ("share", "etc"):
+        if (seed / folder).is_dir():
+            _link_tree(seed / folder, env / folder)
+    _write_scripts(env)
+    # The course's JupyterLab settings, as `make setup` writes them (a fresh file, not the
+    # hard-linked one).
+    settings = env / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    settings.unlink(missing_ok=True)
+    _add_course(env, course)
+    subprocess.run([str(env / "bin" / "python"), "-m", "attnlib.setup_lab"], check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+    stamp.write_text(wanted)
+    return True
+
+
+def _add_course(env: Path, course: Path) -> None:
+    (_site_packages(env) / "attention_course.pth").write_text(f"{course}\n")
+
+
+def write_course(course: Path, release: Path) -> list[str]:
+    """The student materials in ``course`` (the bundle's files, with the release notebooks
+    generated in ``release``); returns the notebooks' names."""
+    notebooks = {p.parent.name: p.read_bytes() for p in sorted(release.glob("*/*.ipynb"))}
+    contents = bundle.files(notebooks)
+    bad = bundle.problems(contents)
+    if bad:
+        raise SetupError(f"refusing to publish the course: {bad[0]}")
+    shutil.rmtree(course, ignore_errors=True)
+    for name, data in contents.items():
+        path = course / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for folder, dirs, files in os.walk(course):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(Path(folder, name), 0o644)
+    return sorted(notebooks)

@@ -1,0 +1,223 @@
+"""The instructor's side of the workshop server: their course folder, and their commands.
+
+``prepare`` (run as root by ``python -m hub start``) lays out ``ROOT/instructor``, readable
+and writable by the instructors' unix group only:
+
+- ``course/``: a copy of the checkout (solutions, the course grader, its hidden checks),
+  read-only; the instructors' servers import ``grader`` and ``hub`` from it;
+- ``grading/``: the course grader's OUT (``grades.csv``, ``totals.csv``, ``feedback/``,
+  ``report/``, ``gradebook.db``), with nbgrader's course folder in ``grading/nbgrader``
+  (release, submitted, autograded, feedback), where formgrader, collect and feedback work;
+- ``collected/``: the collected notebooks as the course grader reads them.
+
+The commands run as an instructor, in a terminal of their Lab (``python -m hub ...``):
+``release`` puts notebooks in the exchange (formgrader's Release button does the same),
+``grade`` collects the submissions and grades them with the course grader (sandboxed), never
+stock ``nbgrader autograde``, and ``feedback`` renders nbgrader's feedback from the graded
+notebooks and releases it to the students' Assignments tab.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from nbconvert.exporters import NotebookExporter
+from nbgrader.api import Gradebook
+from nbgrader.utils import parse_utc
+
+from attnlib.lab import write_profile
+from grader import course, formgrader, gradebook
+from hub.settings import REPO_ROOT, Settings
+
+# Kept next to the graded notebook, as nbgrader's own autograde keeps them: generate_feedback
+# copies them into the feedback folder, where release_feedback needs both.
+SUBMISSION_FILES = ("timestamp.txt", "submission_secret.txt")
+PRIVATE_COPY_IGNORE = shutil.ignore_patterns(
+    ".venv", ".git", "artifacts", "handouts", "dist", "out", "work", "__pycache__", "node_modules",
+    ".pytest_cache", ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
+)  # fmt: skip
+REFUSAL = (
+    "Formgrader's Autograde is off for this course:\n"
+    "it would run student code outside the course grader's sandbox and without its checks.\n"
+    "Grade with the course grader, in a terminal: python -m hub grade {assignment}\n"
+    "After hand grading here: python -m hub totals"
+)
+
+
+class HubGraderOnly(NotebookExporter):
+    """``Autograde.exporter_class`` on the hub: Autograde makes its exporter before it
+    touches any file, so refusing here leaves everything as it was (see grader.formgrader)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        coursedir = getattr(self.parent, "coursedir", None)
+        assignment = getattr(coursedir, "assignment_id", "") or "NOTEBOOK"
+        message = REFUSAL.format(assignment=assignment)
+        self.log.error(message)
+        raise RuntimeError(message)
+
+
+def config_path(s: Settings) -> list[Path]:
+    """The instructors' Jupyter config folders, first first: the hub's nbgrader settings,
+    then formgrader's launch profile (instructor tools on)."""
+    return [s.profiles / "instructor", s.course_root / ".jupyter"]
+
+
+def _nbgrader_config(s: Settings) -> str:
+    return (
+        "# Written by `python -m hub start`: nbgrader for the instructors' servers.\n"
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {s.course_id!r}\n"
+        f"c.CourseDirectory.root = {str(s.course_root)!r}\n"
+        f"c.CourseDirectory.db_url = {gradebook.db_url(s.grading)!r}\n"
+        f"c.Exchange.root = {str(s.exchange)!r}\n"
+        f"c.Autograde.exporter_class = '{__name__}.{HubGraderOnly.__name__}'\n"
+    )
+
+
+def _student_config(s: Settings) -> str:
+    return (
+        "# Written by `python -m hub start`: nbgrader for the attendees' servers.\n"
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {s.course_id!r}\n"
+        f"c.Exchange.root = {str(s.exchange)!r}\n"
+    )
+
+
+def write_profiles(s: Settings) -> None:
+    """The attendees' launch profile (Assignments and Validate only) and the instructors'
+    nbgrader settings, readable by everyone (they hold no secret)."""
+    student = write_profile(s.profiles / "student", instructor=False)
+    (student / "nbgrader_config.py").write_text(_student_config(s))
+    (s.profiles / "instructor").mkdir(parents=True, exist_ok=True)
+    (s.profiles / "instructor" / "nbgrader_config.py").write_text(_nbgrader_config(s))
+    for folder, _dirs, files in os.walk(s.profiles):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(Path(folder, name), 0o644)
+
+
+def prepare(s: Settings, release: Path, gid: int) -> None:
+    """Lay out ``ROOT/instructor`` (as root) for the instructors' group ``gid``."""
+    s.instructor.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(s.private_course, ignore_errors=True)
+    shutil.copytree(REPO_ROOT, s.private_course, ignore=PRIVATE_COPY_IGNORE, symlinks=True)
+    if not (s.grading / "gradebook.db").is_file():
+        gradebook.prepare(s.grading, course.assignments())
+    formgrader.prepare(s.grading, s.exchange)
+    for path in sorted(release.glob("*/*.ipynb")):
+        target = s.course_root / "release" / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    s.collected.mkdir(exist_ok=True)
+    _share_with_group(s.instructor, gid, writable=True)
+    _share_with_group(s.private_course, gid, writable=False)
+
+
+def _share_with_group(top: Path, gid: int, writable: bool) -> None:
+    """Owned by root and the group, nothing for others; group-writable folders keep new
+    files in the group (setgid)."""
+    dir_mode, file_mode = (0o2770, 0o660) if writable else (0o2750, 0o640)
+    for folder, _dirs, files in os.walk(top):
+        os.chown(folder, 0, gid)
+        os.chmod(folder, dir_mode)
+        for name in files:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                os.chown(path, 0, gid)
+                os.chmod(path, file_mode | (os.stat(path).st_mode & 0o110))
+
+
+# --- the instructor's commands ----------------------------------------------------------
+
+
+def _nbgrader(s: Settings, *args: str) -> int:
+    """Run an nbgrader command in the course folder, with the instructors' settings."""
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=os.pathsep.join(map(str, config_path(s))))
+    cmd = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
+    return subprocess.run(cmd, cwd=s.course_root, env=env).returncode
+
+
+def release(s: Settings, assignments: list[str]) -> int:
+    for a in assignments:
+        if code := _nbgrader(s, "release_assignment", a):
+            return code
+        print(f"released {a} to the exchange: attendees see it in their Assignments tab")
+    return 0
+
+
+def _stage(s: Settings, assignment: str) -> list[str]:
+    """Copy each collected ``submitted/<student>/<assignment>/`` into ``collected/`` without
+    nbgrader's own files; return the students."""
+    students = []
+    for folder in sorted((s.course_root / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        target = s.collected / student / assignment
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(folder, target, ignore=shutil.ignore_patterns(*SUBMISSION_FILES))
+        students.append(student)
+    return students
+
+
+def _record_submissions(s: Settings, assignment: str, students: list[str]) -> None:
+    """Give each graded submission its nbgrader timestamp and files, so formgrader counts it
+    as autograded and generate_feedback / release_feedback work on it."""
+    with Gradebook(gradebook.db_url(s.grading), s.course_id) as gb:
+        for student in students:
+            submitted = s.course_root / "submitted" / student / assignment
+            graded = s.course_root / "autograded" / student / assignment
+            stamp = submitted / "timestamp.txt"
+            if not graded.is_dir() or not stamp.is_file():
+                continue
+            timestamp = parse_utc(stamp.read_text().strip())
+            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+            for name in SUBMISSION_FILES:
+                if (submitted / name).is_file():
+                    shutil.copyfile(submitted / name, graded / name)
+
+
+def grade(s: Settings, assignments: list[str]) -> int:
+    """Collect, then grade with the course grader into ``grading/``."""
+    known = course.assignments()
+    unknown = [a for a in assignments if a not in known]
+    if unknown:
+        print(f"error: unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}")
+        return 2
+    staged = {}
+    for a in assignments:
+        if code := _nbgrader(s, "collect", a, "--update"):
+            return code
+        staged[a] = _stage(s, a)
+        print(f"collected {a}: {len(staged[a])} submissions")
+    if not any(staged.values()):
+        print("nothing to grade: no student has submitted these notebooks yet")
+        return 0
+    cmd = [sys.executable, "-m", "grader", "autograde", str(s.collected),
+           "--out", str(s.grading), "--notebooks", *assignments, "--quiet"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(s.private_course))
+    if code := subprocess.run(cmd, cwd=s.private_course, env=env).returncode:
+        return code
+    for a, students in staged.items():
+        _record_submissions(s, a, students)
+    print(f"graded into {s.grading}; formgrader lists them; then: python -m hub feedback "
+          + " ".join(assignments))  # fmt: skip
+    return 0
+
+
+def totals(s: Settings) -> int:
+    """Hand-entered points (formgrader) into grading/'s CSVs, feedback pages and report."""
+    cmd = [sys.executable, "-m", "grader", "totals", str(s.grading)]
+    env = dict(os.environ, PYTHONPATH=str(s.private_course))
+    return subprocess.run(cmd, cwd=s.private_course, env=env).returncode
+
+
+def feedback(s: Settings, assignments: list[str]) -> int:
+    """nbgrader's feedback from the graded notebooks, released to the students."""
+    for a in assignments:
+        for step in (("generate_feedback", a, "--force"), ("release_feedback", a)):
+            if code := _nbgrader(s, *step):
+                return code
+        print(f"feedback on {a} released: attendees fetch it in their Assignments tab")
+    return 0

@@ -1,0 +1,126 @@
+"""JupyterHub's authenticator and spawner for the workshop server.
+
+:class:`WorkshopAuthenticator`: JupyterHub's shared-password login (one password for the
+room, a long one for the instructors, who are the hub's admins) that makes the unix account
+on first login (JupyterHub's ``LocalAuthenticator``), in the course's group, with a private
+home under ``ROOT/home``. A name that is already an account on the host and not one the hub
+made (``root``, the host's own users) is refused.
+
+:class:`CourseSpawner`: JupyterHub's local-process spawner running each server from the course
+environment as its user, with the role's launch profile (``attnlib.lab``): attendees get the
+Assignments tab and Validate, instructors formgrader and Create Assignment, opening their
+course folder. It adds the per-attendee limits of ``hub.limits`` and, when a server stops,
+ends whatever it left running.
+"""
+
+import asyncio
+import grp
+import os
+import pwd
+import subprocess
+
+from jupyterhub.auth import LocalAuthenticator
+from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
+from jupyterhub.spawner import LocalProcessSpawner
+
+from hub import instructor as hub_instructor
+from hub import limits, settings
+
+
+def in_group(username: str, group: str) -> bool:
+    try:
+        entry = grp.getgrnam(group)
+        account = pwd.getpwnam(username)
+    except KeyError:
+        return False
+    return username in entry.gr_mem or account.pw_gid == entry.gr_gid
+
+
+def add_to_group(username: str, group: str) -> None:
+    if not in_group(username, group):
+        subprocess.run(["gpasswd", "--add", username, group], check=True,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def role_env(s: settings.Settings, instructor: bool) -> dict[str, str]:
+    """What a server (and its terminals) gets on top of JupyterHub's variables: the course
+    environment first on PATH, the role's launch profile, and for instructors the private
+    copy of the course (``grader``, ``hub``) importable."""
+    if instructor:
+        paths, extra = hub_instructor.config_path(s), {"PYTHONPATH": str(s.private_course)}
+    else:
+        paths, extra = [s.profiles / "student"], {}
+    return extra | {
+        settings.ROOT_VARIABLE: str(s.root),
+        "VIRTUAL_ENV": str(s.env),
+        "PATH": os.pathsep.join([str(s.env / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "JUPYTERHUB_ACTIVITY_INTERVAL": str(s.activity_interval),
+        "JUPYTER_CONFIG_PATH": os.pathsep.join(map(str, paths)),
+    }
+
+
+class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):
+    """Shared passwords; the unix account made on first login."""
+
+    def check_allowed(self, username, authentication=None):
+        group = settings.load().group
+        try:
+            pwd.getpwnam(username)
+        except KeyError:  # a new attendee: the account is made in add_user
+            return super().check_allowed(username, authentication)
+        if not in_group(username, group):
+            self.log.warning("refused %r: a unix account the workshop did not make", username)
+            return False
+        return super().check_allowed(username, authentication)
+
+    async def add_user(self, user):
+        await super().add_user(user)
+        s = settings.load()
+        os.chmod(pwd.getpwnam(user.name).pw_dir, 0o700)
+        if user.name in self.admin_users:
+            add_to_group(user.name, s.instructor_group)
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """A local server from the course environment, with its role's tools and limits."""
+
+    def _limits(self, s) -> limits.Limits:
+        return limits.Limits(s.memory_mb, s.cpus, s.processes)
+
+    def get_env(self):
+        env = super().get_env()
+        env.pop("PYTHONPATH", None)
+        return env | role_env(settings.load(), instructor=self.user.admin)
+
+    def make_preexec_fn(self, name):
+        become_user = super().make_preexec_fn(name)
+        folders, bounds = self._cgroups, self._limits(settings.load())
+        umask = 0o007 if self.user.admin else 0o077  # instructors share their course folder
+
+        def preexec():
+            limits.join(folders)
+            limits.set_rlimits(bounds, memory=not folders)
+            os.umask(umask)
+            become_user()
+
+        return preexec
+
+    async def start(self):
+        s = settings.load()
+        home = pwd.getpwnam(self.user.name).pw_dir
+        os.chmod(home, 0o700)
+        if self.user.admin:
+            add_to_group(self.user.name, s.instructor_group)
+            self.notebook_dir = str(s.instructor)
+        else:
+            self.notebook_dir = home
+        self._cgroups = limits.create(self.user.name, self._limits(s), s.group)
+        applied = "a cgroup" if self._cgroups else "rlimits (no cgroup allowed here)"
+        self.log.info("limits for %s: %s, %s", self.user.name, applied, self._limits(s))
+        return await super().start()
+
+    async def stop(self, now=False):
+        await super().stop(now=now)
+        folders = limits.folders(self.user.name, settings.load().group)
+        await asyncio.to_thread(limits.end_processes, folders)
+        limits.remove(folders)
