@@ -198,7 +198,7 @@ def _filled(model, t, extra):
 
 
 @torch.no_grad()
-def time_cached_step(model, t, steps=10):
+def time_cached_step(model, t, steps=30):
     """Best CPU time (s) of one cached step with ``t`` positions already cached (batch 1).
 
     Two untimed steps warm up, then ``steps`` consecutive steps are timed; the fastest is
