@@ -16,8 +16,8 @@ so the sinks sit just before the window) or kept at their true distance in the t
     decoder.mask()                # the [T, T] mask of what each step could see
 
 ``time_cached_step``, ``time_uncached_step`` and ``time_generation`` measure what a step
-costs with and without the cache. A step is a hundred small torch calls: run them on one
-thread (``torch.set_num_threads(1)``); on a shared machine a second thread makes them slower.
+costs with and without the cache. A step is many small torch calls: run them on one thread
+(``torch.set_num_threads(1)``); on a shared machine a second thread makes them slower.
 """
 
 import math
