@@ -1,4 +1,4 @@
-"""P5: notebook 09 (KV cache, eviction, online softmax): its run time, and its two ratios at
+"""P6: notebook 09 (KV cache, eviction, online softmax): its run time, and its two ratios at
 larger sizes than the notebook can afford.
 
 - the solution notebook, top to bottom in a fresh kernel (target: well under a minute);
@@ -77,24 +77,24 @@ def run() -> list[tuple[str, str, str]]:
     load = max(load_before, os.getloadavg()[0])
     MiB = 2**20
     return [
-        (f"P5 {NOTEBOOK}: run time, fresh kernel (solution)", f"{seconds:.1f} s", "< 60 s"),
+        (f"P6 {NOTEBOOK}: run time, fresh kernel (solution)", f"{seconds:.1f} s", "< 60 s"),
         (
-            f"P5 generate {T_GENERATE} positions: recomputed / cached (1 thread)",
+            f"P6 generate {T_GENERATE} positions: recomputed / cached (1 thread)",
             f"{recomputed / cached:.1f}× ({recomputed:.2f} s / {cached:.2f} s)",
             "> 1",
         ),
         (
-            f"P5 attention T = {T_ATTENTION}: peak memory full / blocks of 64",
+            f"P6 attention T = {T_ATTENTION}: peak memory full / blocks of 64",
             f"{peak_full / peak_blocked:.0f}× "
             f"({peak_full / MiB:.0f} MiB / {peak_blocked / MiB:.1f} MiB)",
             "",
         ),
         (
-            f"P5 attention T = {T_ATTENTION}: time blocks of 64 / full (1 BLAS thread)",
+            f"P6 attention T = {T_ATTENTION}: time blocks of 64 / full (1 BLAS thread)",
             f"{time_blocked / time_full:.2f} ({time_blocked:.2f} s / {time_full:.2f} s)",
             "",
         ),
-        ("P5 machine load average around these runs", f"{load:.1f}", "< 2 for a fair timing"),
+        ("P6 machine load average around these runs", f"{load:.1f}", "< 2 for a fair timing"),
     ]
 
 
