@@ -68,40 +68,70 @@ def _unfinished(namespace) -> dict[str, str]:
     return found
 
 
-def _cell_names(source: str) -> tuple[set, set]:
-    """(names a cell reads, names it binds): its dataflow, at the level of whole cells."""
+def _statements(source: str) -> list:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source).body
     except SyntaxError:
-        return set(), set()
-    read, bound = set(), set()
-    for node in ast.walk(tree):
+        return []
+
+
+def _base(node):
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _names(statement) -> tuple[set, set, set]:
+    """(names a statement reads, names it binds, names whose content it changes:
+    ``results[key] = ...``, ``obj.attr = ...``)."""
+    read, bound, changed = set(), set(), set()
+    for node in ast.walk(statement):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+            changed.add(_base(node))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return read, bound
+    return read, bound, changed - {None}
 
 
-def _needed(cells: list[str], unfinished) -> list[str]:
-    """The unfinished exercises the last of ``cells`` (in the order they ran) relies on,
-    directly or through names an earlier cell computed from them."""
+def _needed(cells: list[str], unfinished, line=None) -> list[str]:
+    """The unfinished exercises that the last of ``cells`` (in the order they ran), up to its
+    ``line``, relies on: directly, or through names that earlier statements computed from
+    them."""
     came_from: dict[str, set] = {}
     needs: set = set()
-    for source in cells:
-        read, bound = _cell_names(source)
-        needs = (read & unfinished.keys()).union(*(came_from.get(n, ()) for n in read))
-        for name in bound:
-            came_from[name] = needs
+    for k, source in enumerate(cells):
+        needs = set()
+        for statement in _statements(source):
+            if k == len(cells) - 1 and line is not None and statement.lineno > line:
+                break
+            read, bound, changed = _names(statement)
+            these = (read & unfinished.keys()).union(*(came_from.get(n, ()) for n in read))
+            needs |= these
+            for name in bound:
+                came_from[name] = these
+            for name in changed:  # a container keeps what it held, and gains this
+                came_from[name] = came_from.get(name, set()) | these
     return [name for name in unfinished if name in needs]
+
+
+def _cell_frame(tb):
+    """The traceback entry of the cell's own code (its ``<module>``), if there is one."""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if _from_cell(code) and code.co_name == "<module>":
+            return tb
+        tb = tb.tb_next
+    return None
 
 
 def _checked(tb) -> list[str]:
     """The exercises whose visible check the cell that raised calls (``check_<name>``)."""
-    cell = next((c for c in _frames(tb) if _from_cell(c) and c.co_name == "<module>"), None)
-    names = cell.co_names if cell else ()
+    cell = _cell_frame(tb)
+    names = cell.tb_frame.f_code.co_names if cell else ()
     return [n.removeprefix("check_") for n in names if n.startswith("check_")]
 
 
@@ -111,12 +141,13 @@ def _brief(err) -> str:
 
 
 def _needs_message(names, unfinished, err) -> str:
-    listed = " and ".join(f"`{n}`" for n in names)
+    quoted = [f"`{n}`" for n in names]
+    listed = quoted[0] if len(names) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
     if len(names) == 1:
         why = unfinished[names[0]]
         todo = "finish it" if why == "isn't written yet" else "fix it"
         return (
-            f"This cell needs {listed}, which {why}: {todo} above until its check passes, "
+            f"This cell needs {listed}, which {why}: {todo} above (its check must pass), "
             f"then run the cells from there again. (It stopped with {_brief(err)}.)"
         )
     return (
@@ -144,7 +175,9 @@ def _explain(shell, etype, value, tb) -> str | None:
             f"`def {missing}(...)` and run without an error), then this check."
         )
     unfinished = _unfinished(namespace)
-    if unfinished and (names := _needed(shell.history_manager.input_hist_parsed, unfinished)):
+    cell = _cell_frame(tb)
+    cells = shell.history_manager.input_hist_parsed
+    if unfinished and (names := _needed(cells, unfinished, cell and cell.tb_lineno)):
         return _needs_message(names, unfinished, value)
     return None
 
