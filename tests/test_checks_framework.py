@@ -78,40 +78,43 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
     """A written but wrong exercise: its check fails, and every later cell that needs it
     (directly, through a result, through another exercise) says so in one line, hint first,
     draws no empty axes, and goes back to ordinary tracebacks once the check passes."""
-    cells = [
-        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
-        "import matplotlib.pyplot as plt\nfrom attnlib.checks._core import CheckFailed, call, "
-        "passed",
-        "def check_g(g):\n    if call(g, 2) != 4:\n        raise CheckFailed('`g` is wrong.')\n"
-        "    passed('g')",
-        "def g(x):\n    return x + 1",  # wrong: should double
-        "check_g(g)",
-        "table = {'ok': 1}\nfor key in ('ok', 'doubled'):\n    table[key] = [1, 2][g(key == 'ok')]",
-        "fig, ax = plt.subplots()\nax.plot(table['doubled'])",  # needs g through `table`
-        "def h(x):\n    return g(x)[0]",  # a later exercise built on g
-        "call(h, 1, name='h')",
-        "import types\nchecks = types.SimpleNamespace(check_k=check_g)\n"
-        "def K(x):\n    return x",  # a misnamed def: `k` is not defined
-        "checks.check_k(k)",
-        "def g(x):\n    return 2 * x",
-        "check_g(g)",
-        "table['doubled']",  # g passes now: a plain KeyError again
-    ]
-    outputs = _run_in_a_kernel(cells)
-    check = _error(outputs[3])
+    cells = {
+        "imports": "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')"
+        "\nimport matplotlib.pyplot as plt\nimport types\n"
+        "from attnlib.checks._core import CheckFailed, call, passed",
+        "checks": "def check_g(g):\n    if call(g, 2) != 4:\n"
+        "        raise CheckFailed('`g` is wrong.')\n    passed('g')\n\n\n"
+        "def check_h(h):\n    if call(h, 2) != 40:\n        raise CheckFailed('`h` is wrong.')"
+        "\n\n\nchecks = types.SimpleNamespace(check_k=check_g)",
+        "g wrong": "def g(x):\n    return x + 1",  # should double
+        "check g": "check_g(g)",
+        "demo": "table = {'ok': 1}\nfor key in ('ok', 'doubled'):\n"
+        "    table[key] = [1, 2][g(key == 'ok')]",
+        "plot": "fig, ax = plt.subplots()\nax.plot(table['doubled'])",  # needs g through table
+        "h crashes": "def h(x):\n    return g(x)[0]",  # a later exercise built on g
+        "call h": "call(h, 1, name='h')",
+        "h": "def h(x):\n    return g(x) * 10",
+        "check h": "check_h(h)",
+        "misnamed": "def K(x):\n    return x",  # the exercise is `k`
+        "check k": "checks.check_k(k)",
+        "g fixed": "def g(x):\n    return 2 * x",
+        "check g again": "check_g(g)",
+        "after": "table['doubled']",  # g passes now: a plain KeyError again
+    }
+    outputs = dict(zip(cells, _run_in_a_kernel(list(cells.values())), strict=True))
+    check = _error(outputs["check g"])
     assert check.ename == "CheckFailed" and check.traceback == ["\x1b[1;31m✗ `g` is wrong.\x1b[0m"]
-    (demo,) = outputs[4]
+    (demo,) = outputs["demo"]
     assert "needs `g`, which hasn't passed its check" in demo.traceback[0]
-    (plot,) = outputs[5]  # the error only: the figure it started is not drawn
+    (plot,) = outputs["plot"]  # the error only: the figure it started is not drawn
     assert plot.ename == "KeyError" and len(plot.traceback) == 1
     assert plot.traceback[0].index("needs `g`") < plot.traceback[0].index("KeyError: 'doubled'")
-    inner = _error(outputs[7])
-    assert (
-        "`h` crashed" in inner.traceback[0]
-        and "calls `g`, which hasn't passed" in inner.traceback[0]
-    )
-    misnamed = _error(outputs[9])
+    crash = _error(outputs["call h"]).traceback[0]
+    assert "`h` crashed" in crash and "calls `g`, which hasn't passed" in crash
+    (used,) = _error(outputs["check h"]).traceback
+    assert "✗ `h` uses `g`, which hasn't passed its check: fix `g` first. `h` is wrong." in used
+    misnamed = _error(outputs["check k"])
     assert len(misnamed.traceback) == 1
     assert "`k` is not defined: run its answer cell" in misnamed.traceback[0]
-    assert any("✓ `g`" in o.get("text", "") for o in outputs[11])
-    assert len(_error(outputs[12]).traceback) > 1, "an ordinary traceback once g passes"
+    assert any("✓ `g`" in o.get("text", "") for o in outputs["check g again"])
+    assert len(_error(outputs["after"]).traceback) > 1, "an ordinary traceback once g passes"

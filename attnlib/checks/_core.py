@@ -136,7 +136,7 @@ def _checked(tb) -> list[str]:
 
 
 def _brief(err) -> str:
-    text = " ".join(str(err).split())
+    text = " ".join(str(err).split()).rstrip(".")
     return f"{type(err).__name__}: {text[:200] + ('…' if len(text) > 200 else '')}"
 
 
@@ -156,13 +156,26 @@ def _needs_message(names, unfinished, err) -> str:
     )
 
 
+def _after_unfinished(checked, namespace, unfinished) -> str:
+    """ "`b` uses `a`, which hasn't passed its check: fix `a` first." when the checked
+    exercise calls another that is unfinished, else nothing."""
+    for name in checked:
+        code = getattr(namespace.get(name), "__code__", None)
+        for other in code.co_names if code is not None else ():
+            if other != name and other in unfinished:
+                return f"`{name}` uses `{other}`, which {unfinished[other]}: fix `{other}` first. "
+    return ""
+
+
 def _explain(shell, etype, value, tb) -> str | None:
     """The one line a learner sees instead of a traceback, or None for the traceback."""
     namespace = shell.user_ns
     if issubclass(etype, CheckFailed):
-        for name in _checked(tb):
+        checked = _checked(tb)
+        unfinished = _unfinished(namespace)
+        for name in checked:
             _FAILED[name] = namespace.get(name)
-        return str(value)
+        return _after_unfinished(checked, namespace, unfinished) + str(value)
     if issubclass(etype, NotImplementedError) and (name := _stub_name(tb)):
         return (
             f"This cell uses `{name}`, which isn't written yet: finish its exercise above "
