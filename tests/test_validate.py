@@ -5,15 +5,18 @@ check must catch fails its exercise's visible test cell with its words, while ev
 exercise (hidden-only mistakes and alternatives included) passes."""
 
 import re
+import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import nbformat
 import pytest
 from fixtures.batches import batches
+from nbgrader.apps import NbGrader
 from nbgrader.validator import Validator
 
-from grader.course import assignments, exercises, release_path, source_path
+from grader.course import REPO_ROOT, assignments, exercises, release_path, source_path
 from grader.hidden import Mistake
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -49,8 +52,17 @@ def _failed_test_cells(nb, result) -> dict[str, str]:
 BATCHES = [b for a in assignments() for b in batches(a)]
 
 
+def course_validator(**traits) -> Validator:
+    """nbgrader's Validator with the course's nbgrader_config.py, as the Validate button and
+    `nbgrader validate` load it."""
+    app = NbGrader()
+    app.config_file_paths.append(str(REPO_ROOT))
+    app.load_config_file()
+    return Validator(config=app.config, **traits)
+
+
 def _validate(path: str) -> dict:
-    return Validator().validate(path)
+    return course_validator().validate(path)
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +81,14 @@ def validated(tmp_path_factory):
     with ProcessPoolExecutor(max_workers=3, mp_context=get_context("spawn")) as pool:
         results = list(pool.map(_validate, paths))
     return {
-        b: _failed_test_cells(nb, r) for b, nb, r in zip(BATCHES, notebooks, results, strict=True)
+        b: (path, _failed_test_cells(nb, r))
+        for b, nb, path, r in zip(BATCHES, notebooks, paths, results, strict=True)
     }
 
 
 @pytest.mark.parametrize("batch", BATCHES, ids=lambda b: f"{b.notebook}:{b.label}")
 def test_validate_names_every_mistake_of_the_catalogue(batch, validated):
-    failed = validated[batch]
+    _, failed = validated[batch]
     for ex in exercises(batch.notebook):
         test_id, entry = f"test_{ex.grade_id}", batch.entry(ex.grade_id)
         if not ex.autograded or batch.needs_wrong(ex.grade_id):
@@ -87,3 +100,24 @@ def test_validate_names_every_mistake_of_the_catalogue(batch, validated):
         else:
             what = f"with {entry.label!r}" if entry else "with the solution"
             assert test_id not in failed, f"{test_id} fails {what}: {failed.get(test_id)!r}"
+
+
+def test_no_message_is_cut_on_the_command_line(validated):
+    """`nbgrader validate` cuts each line at Validator.width - 3 characters, indent included:
+    the course's width holds every message the catalogue produces, and the command uses it."""
+    validator = course_validator()
+    room = validator.width - 3 - len(validator.indent)
+    lines = [
+        line for _, failed in validated.values() for e in failed.values() for line in e.split("\n")
+    ]
+    longest = max(lines, key=len)
+    assert len(longest) <= room, f"{len(longest)} > {room} characters: {longest}"
+
+    path, failed = next(v for v in validated.values() if v[1])
+    out = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", path],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    ).stdout  # fmt: skip
+    for message in failed.values():
+        for line in message.split("\n"):
+            assert f"{validator.indent}{line}\n" in out, f"cut or missing: {line!r}\n{out[-2000:]}"

@@ -136,8 +136,10 @@ def _checked(tb) -> list[str]:
 
 
 def _brief(err) -> str:
-    text = " ".join(str(err).split()).rstrip(".")
-    return f"{type(err).__name__}: {text[:200] + ('…' if len(text) > 200 else '')}"
+    """An exception in one line of at most ~160 characters (NumPy's gufunc signature, and the
+    end of a long message, say nothing a learner needs)."""
+    text = re.sub(r", with gufunc signature \S+", "", " ".join(str(err).split())).rstrip(".")
+    return f"{type(err).__name__}: {text[:150] + ('…' if len(text) > 150 else '')}"
 
 
 def _needs_message(names, unfinished, err) -> str:
@@ -285,7 +287,7 @@ def crash_message(name, err, args=(), hint=None) -> str:
             f"it uses `{missing}`, which is not defined: run the cell that defines it "
             "(and check the spelling)"
         )
-    text = f"{type(err).__name__}: {err}"
+    text = _brief(err)
     hint = hint or next((h for frag, h in _hints(name).items() if frag in text), None)
     if hint is None:
         return f"`{name}` raised {text}"
