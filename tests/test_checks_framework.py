@@ -85,7 +85,7 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
         "checks": "def check_g(g):\n    if call(g, 2) != 4:\n"
         "        raise CheckFailed('`g` is wrong.')\n    passed('g')\n\n\n"
         "def check_h(h):\n    if call(h, 2) != 40:\n        raise CheckFailed('`h` is wrong.')"
-        "\n\n\nchecks = types.SimpleNamespace(check_k=check_g)",
+        "\n\n\nchecks = types.SimpleNamespace(check_softmax=check_g)",
         "g wrong": "def g(x):\n    return x + 1",  # should double
         "check g": "check_g(g)",
         "demo": "table = {'ok': 1}\nfor key in ('ok', 'doubled'):\n"
@@ -95,8 +95,8 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
         "call h": "call(h, 1, name='h')",
         "h": "def h(x):\n    return g(x) * 10",
         "check h": "check_h(h)",
-        "misnamed": "def K(x):\n    return x",  # the exercise is `k`
-        "check k": "checks.check_k(k)",
+        "misnamed": "def soft_max(x):\n    return x",  # the exercise is `softmax`
+        "check softmax": "checks.check_softmax(softmax)",
         "g fixed": "def g(x):\n    return 2 * x",
         "check g again": "check_g(g)",
         "after": "table['doubled']",  # g passes now: a plain KeyError again
@@ -113,8 +113,9 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
     assert "`h` crashed" in crash and "calls `g`, which hasn't passed" in crash
     (used,) = _error(outputs["check h"]).traceback
     assert "✗ `h` uses `g`, which hasn't passed its check: fix `g` first. `h` is wrong." in used
-    misnamed = _error(outputs["check k"])
+    misnamed = _error(outputs["check softmax"])
     assert len(misnamed.traceback) == 1
-    assert "`k` is not defined: run its answer cell" in misnamed.traceback[0]
+    assert "`softmax` is not defined: run its answer cell" in misnamed.traceback[0]
+    assert "A cell defines `soft_max`: did you mean `softmax`?" in misnamed.traceback[0]
     assert any("✓ `g`" in o.get("text", "") for o in outputs["check g again"])
     assert len(_error(outputs["after"]).traceback) > 1, "an ordinary traceback once g passes"

@@ -8,6 +8,7 @@ line that points back to the exercise. Any other error keeps its ordinary traceb
 """
 
 import ast
+import difflib
 import importlib
 import numbers
 import pkgutil
@@ -158,6 +159,20 @@ def _needs_message(names, unfinished, err) -> str:
     )
 
 
+def _similar(name, namespace) -> str:
+    """ " A cell defines `soft_max`: did you mean `softmax`?" for a near miss, else nothing."""
+    written = [
+        key
+        for key, obj in namespace.items()
+        if (code := getattr(obj, "__code__", None)) is not None
+        and _from_cell(code)
+        and "NotImplementedError" not in code.co_names
+        and key != name
+    ]
+    close = difflib.get_close_matches(name, written, n=1, cutoff=0.7)
+    return f" A cell defines `{close[0]}`: did you mean `{name}`?" if close else ""
+
+
 def _after_unfinished(checked, namespace, unfinished) -> str:
     """ "`b` uses `a`, which hasn't passed its check: fix `a` first." when the checked
     exercise calls another that is unfinished, else nothing."""
@@ -177,7 +192,9 @@ def _explain(shell, etype, value, tb) -> str | None:
         unfinished = _unfinished(namespace)
         for name in checked:
             _FAILED[name] = namespace.get(name)
-        return _after_unfinished(checked, namespace, unfinished) + str(value)
+        unwritten = [n for n in checked if unfinished.get(n) == "isn't written yet"]
+        near_miss = "".join(_similar(n, namespace) for n in unwritten)
+        return _after_unfinished(checked, namespace, unfinished) + str(value) + near_miss
     if issubclass(etype, NotImplementedError) and (name := _stub_name(tb)):
         return (
             f"This cell uses `{name}`, which isn't written yet: finish its exercise above "
@@ -188,6 +205,7 @@ def _explain(shell, etype, value, tb) -> str | None:
         return (
             f"`{missing}` is not defined: run its answer cell above (it must define "
             f"`def {missing}(...)` and run without an error), then this check."
+            + _similar(missing, namespace)
         )
     unfinished = _unfinished(namespace)
     cell = _cell_frame(tb)
@@ -333,7 +351,7 @@ def call(fn, *args, name=None, hint=None, **kwargs):
             ) from None
         raise CheckFailed(
             f"`{name}` isn't written yet: replace `raise NotImplementedError()` with your code, "
-            "run that cell, then run this check again."
+            "run that cell (it must run without an error), then run this check again."
         ) from None
     except CheckFailed:
         raise
