@@ -163,9 +163,24 @@ def softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _telling_table(rng):
+    """A table where the best-scoring, the worst-scoring and the closest key are three
+    different keys (3q, -q, and q nudged sideways), in a random order: the first hidden
+    case, so each slip of `hard_lookup` is named by the key it picks."""
+    query = rng.normal(size=3)
+    side = np.cross(query, rng.normal(size=3))  # orthogonal to the query
+    side *= 0.1 * np.linalg.norm(query) / np.linalg.norm(side)
+    keys = np.stack(
+        [3 * query, -query, query + side, 0.2 * query - 3 * side, 0.2 * query + 3 * side]
+    )
+    order = rng.permutation(len(keys))
+    return query, keys[order], rng.normal(size=(len(keys), 4))
+
+
 def _lookup_cases(rng):
     """Tables whose sizes differ (n, d, d_v) and whose keys have different lengths, so the
     closest key and the best-scoring key usually differ."""
+    yield _telling_table(rng)
     for n, d, d_v in [(5, 3, 4), (8, 6, 2), (4, 4, 4), (12, 5, 7), (3, 2, 6)]:
         keys = rng.normal(size=(n, d)) * rng.uniform(0.3, 3.0, size=(n, 1))
         yield rng.normal(size=d), keys, rng.normal(size=(n, d_v))
@@ -271,7 +286,9 @@ def hard_lookup(query, keys, values):
 def _soft_cases(rng):
     yield from _lookup_cases(rng)
     n, d, d_v = 6, 4, 3
-    yield rng.normal(size=d) * 300, rng.normal(size=(n, d)), rng.normal(size=(n, d_v))
+    keys, query = rng.normal(size=(n, d)), rng.normal(size=d)
+    query *= 1000.0 / (keys @ query).max()  # the best score is 1000: exp overflows unless shifted
+    yield query, keys, rng.normal(size=(n, d_v))
 
 
 @exercise(

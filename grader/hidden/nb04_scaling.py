@@ -255,7 +255,23 @@ def softmax_entropy(A):
     return -_xlogx(A).sum(axis=-1)
 
 
+def _rows_with_maxima(rng, maxima, T):
+    """Rows of T weights whose largest weight is each of ``maxima``; the largest weights sit
+    in every column in turn, and the rest of each row is spread below them."""
+    A = np.zeros((len(maxima), T))
+    for i, top in enumerate(maxima):
+        rest = rng.dirichlet(np.ones(T - 1)) * (1 - top)
+        while rest.max() >= top:  # the given maximum must stay the largest weight
+            rest = rng.dirichlet(np.ones(T - 1)) * (1 - top)
+        A[i] = np.insert(rest, i % T, top)
+    return A
+
+
 def _share_cases(rng):
+    # First a case where every slip below gives its own answer: 15 of 40 row maxima above
+    # 0.6, 9 of them above 0.9, 4 equal to 0.6; the maxima cover every column.
+    maxima = [0.95] * 9 + [0.7] * 6 + [0.6] * 4 + [0.45] * 21
+    yield rng.permutation(_rows_with_maxima(rng, maxima, 8)), 0.6
     for N, T, scale, threshold in [
         (40, 8, 3.0, 0.9),
         (30, 5, 2.0, 0.6),
