@@ -81,7 +81,8 @@ def _student_pyproject() -> bytes:
         f'[project]\nname = "{NAME}-student"\nversion = "{project["version"]}"\n'
         f'description = "{project["description"]}"\n'
         f'requires-python = "{project["requires-python"]}"\ndependencies = [\n{deps}]\n\n'
-        '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n'
+        '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n\n'
+        '[tool.setuptools.package-data]\nattnlib = ["*.mplstyle"]\n'
     ).encode()
 
 
