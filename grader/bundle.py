@@ -37,8 +37,9 @@ FORBIDDEN_PATHS = re.compile(
 
 README = """# Attention, step by step: student materials
 
-Seven short Jupyter notebooks that build attention from a soft lookup up to the full
-mechanism. Work through them in order: `notebooks/01_soft_lookup` first.
+Short Jupyter notebooks that build attention from a soft lookup up to the full
+mechanism and the maps of a trained model. Work through them in order, by their number:
+`notebooks/01_soft_lookup` first.
 
 ## Set up (once)
 
