@@ -7,8 +7,8 @@ Two models share one recipe and differ only in positions:
   positions. Notebook 07 compares the two.
 
 ``load_shipped(name)`` returns a trained model (no training, a fraction of a second).
-``train_shipped(name=...)`` retrains one from scratch with the same recipe (about 20–30 s on
-one core; see ``attnlib.train.TRAIN_THREADS``). ``python -m attnlib.shipped --retrain``
+``train_shipped(name=...)`` retrains one from scratch with the same recipe, on one core
+(``attnlib.train.TRAIN_THREADS``; `make bench` times it). ``python -m attnlib.shipped --retrain``
 (= ``make data``) retrains both and rewrites their weights and model cards in ``data/``.
 """
 
