@@ -369,6 +369,22 @@ def _mha_cases(rng):
             "nn.Linear: use X @ W.T (and @ W_O.T).",
         ),
         Mistake(
+            "weights-heads-after-T",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, np.swapaxes(A, -3, -2)
+            """,
+            says=("axis",),
+            message="`multi_head_attention` returns the weights as [..., T, n_heads, T]: the "
+            "heads axis comes first, [..., n_heads, T, T].",
+        ),
+        Mistake(
             "weights-averaged",
             """
             def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
