@@ -231,7 +231,7 @@ def _rendered_figures(panel) -> list[int]:
 
 def _figure_cells(nb, skip_if_calling=()) -> int:
     """How many code cells draw a figure; optionally skip those that use the named functions."""
-    plotting = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+    plotting = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
     names = "|".join(map(re.escape, skip_if_calling))
     calls = re.compile(rf"\b({names})\b") if names else None
     return sum(

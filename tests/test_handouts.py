@@ -24,7 +24,7 @@ from grader.handouts import (
     shipped_text,
 )
 
-PLOTTING = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+PLOTTING = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
 PNG = re.compile(r'<img[^>]+src="data:image/png;base64,')
 
 
@@ -41,9 +41,7 @@ def handouts(tmp_path_factory):
 
 
 def _plots(cell) -> bool:
-    """A code cell that draws (the imports cell only sets the course's plot style)."""
-    imports = cell.metadata.get("nbgrader", {}).get("grade_id") == "imports"
-    return cell.cell_type == "code" and not imports and bool(PLOTTING.search(cell.source))
+    return cell.cell_type == "code" and bool(PLOTTING.search(cell.source))
 
 
 def _pages(pdf: bytes) -> int:
