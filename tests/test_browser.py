@@ -30,8 +30,8 @@ import pytest
 from fixtures.batches import Batch
 
 from attnlib import setup_lab
-from attnlib.lab import INSTRUCTOR_PLUGINS
 from attnlib.checks import CheckFailed
+from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
 from grader.hidden import catalogue, compile_answer
 
@@ -268,7 +268,7 @@ def _rendered_figures(panel) -> list[int]:
 
 def _figure_cells(nb, skip_if_calling=()) -> int:
     """How many code cells draw a figure; optionally skip those that use the named functions."""
-    plotting = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+    plotting = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
     names = "|".join(map(re.escape, skip_if_calling))
     calls = re.compile(rf"\b({names})\b") if names else None
     return sum(
