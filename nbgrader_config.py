@@ -16,3 +16,7 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Per-cell time limit when validating or grading.
 c.Execute.timeout = 120
+
+# `nbgrader validate` cuts every line at Validator.width - 3 characters (default 90): wide
+# enough for the longest message a check gives (tests/test_validate.py measures them).
+c.Validator.width = 400

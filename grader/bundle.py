@@ -45,8 +45,9 @@ SETUP_MARKERS = ("<!-- attendee-setup -->", "<!-- /attendee-setup -->")
 
 README = """# Attention, step by step: student materials
 
-Seven short Jupyter notebooks that build attention from a soft lookup up to the full
-mechanism. Work through them in order: `01_soft_lookup` first.
+Short Jupyter notebooks that build attention from a soft lookup up to the full
+mechanism, the maps of a trained model and a KV cache. Work through them in order, by
+their number: `01_soft_lookup` first.
 
 ## Set up (once), then open the course
 
@@ -96,7 +97,8 @@ def _student_pyproject() -> bytes:
         f'[project]\nname = "{NAME}-student"\nversion = "{project["version"]}"\n'
         f'description = "{project["description"]}"\n'
         f'requires-python = "{project["requires-python"]}"\ndependencies = [\n{deps}]\n\n'
-        '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n'
+        '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n\n'
+        '[tool.setuptools.package-data]\nattnlib = ["*.mplstyle"]\n'
     ).encode()
 
 

@@ -25,11 +25,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+from fixtures.batches import Batch
 
 from attnlib import setup_lab
+from attnlib.checks import CheckFailed
 from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
+from grader.hidden import catalogue, compile_answer
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -264,7 +268,7 @@ def _rendered_figures(panel) -> list[int]:
 
 def _figure_cells(nb, skip_if_calling=()) -> int:
     """How many code cells draw a figure; optionally skip those that use the named functions."""
-    plotting = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+    plotting = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
     names = "|".join(map(re.escape, skip_if_calling))
     calls = re.compile(rf"\b({names})\b") if names else None
     return sum(
@@ -410,6 +414,73 @@ def test_saving_writes_the_learner_copy_never_the_release(lab, page):
     for path in sorted(RELEASE.glob("*/*.ipynb")):  # the copy's release is still the shipped one
         shipped = lab.release / path.relative_to(RELEASE)
         assert shipped.read_bytes() == path.read_bytes(), f"{shipped} changed"
+
+
+def _longest_visible_message(notebook, namespace):
+    """(exercise, mistake, message): the catalogue mistake whose visible check says most."""
+    found = []
+    checks = __import__(f"attnlib.checks.nb{notebook}", fromlist=["_"])
+    for name, spec in catalogue(notebook).items():
+        for mistake in (m for m in spec.mistakes if m.caught_by != "hidden"):
+            fn = compile_answer(mistake.source, name, namespace)
+            try:
+                with np.errstate(all="ignore"):
+                    getattr(checks, f"check_{name}")(fn)
+            except CheckFailed as err:
+                found.append((len(str(err)), name, mistake, str(err)))
+    return max(found, key=lambda f: f[0])[1:]
+
+
+_SHOWN = """(pre) => {
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const box = (r) => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
+    const view = pre.closest('.jp-Dialog-body') || pre.closest('.jp-Dialog-content');
+    return {lines: [...range.getClientRects()].map(box), dialog: box(view.getBoundingClientRect()),
+            viewport: {left: 0, top: 0, right: innerWidth, bottom: innerHeight},
+            scroll: [pre.scrollWidth, pre.clientWidth]};
+}"""
+
+
+def _inside(rect, frame) -> bool:
+    return all(
+        (rect[a] >= frame[a] - 1) if a in ("left", "top") else (rect[a] <= frame[a] + 1)
+        for a in ("left", "right", "top", "bottom")
+    )
+
+
+def test_validate_dialog_shows_the_whole_message_of_a_failed_check(lab, page, solution):
+    """Notebooks 01, 05 and the course's last: a learner's notebook with the catalogue mistake
+    whose visible message is longest; Validate's dialog shows that message whole, every
+    line of it inside the dialog and on screen (the course's custom CSS wraps it)."""
+    assert setup_lab.css_path().read_text() == setup_lab.DIALOG_CSS, "stale course CSS: make setup"
+    names = released(lab.release)
+    served = lab.root.relative_to(lab.root.parent)
+    prefix = "" if served.name == "notebooks" else "notebooks/"
+    for notebook in dict.fromkeys([names[0], next(n for n in names if n[:2] == "05"), names[-1]]):
+        exercise, mistake, message = _longest_visible_message(notebook, solution(notebook))
+        wrong = Batch(notebook, ((exercise, mistake),)).submission(demos=False)
+        nbformat.write(wrong, lab.release / notebook / f"{notebook}_wrong.ipynb")
+        panel = _open_notebook(page, f"{prefix}{notebook}/{notebook}_wrong.ipynb")
+        panel.locator(".validate-button").click()
+        verdict = page.locator(".jp-Dialog #validation-message")
+        verdict.wait_for(timeout=180_000)
+        pre = verdict.locator("pre", has_text=message[:40]).first
+        pre.scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / f"6-validate-wrong-{notebook}.png")
+        shown = pre.evaluate(_SHOWN)
+        assert f"✗ {' '.join(message.split())}" in " ".join(pre.inner_text().split()), (
+            f"{notebook}: the dialog does not show the check's message"
+        )
+        assert shown["scroll"][0] <= shown["scroll"][1], (
+            f"{notebook}: the message overflows: {shown}"
+        )
+        for rect in shown["lines"]:
+            assert _inside(rect, shown["dialog"]) and _inside(rect, shown["viewport"]), (
+                f"{notebook} ({exercise}, {mistake.label}): a line of the message is off the "
+                f"dialog or the screen: {rect} vs {shown['dialog']}"
+            )
+        page.locator(".jp-Dialog").get_by_role("button").last.click()
 
 
 def _imports_cell(nb) -> str:

@@ -125,6 +125,13 @@ def test_links_and_named_files_exist():
         assert name in README and (REPO_ROOT / name).exists(), name
 
 
+def test_the_series_lists_every_notebook_in_order():
+    from grader.course import assignments
+
+    listed = re.findall(r"^\d+\. `(\d\d_\w+)`", README, re.M)
+    assert listed == assignments(), "README's list of notebooks is out of date"
+
+
 def test_grading_outputs_listed_are_written_by_the_grader():
     section = README[README.index("## Instructors") : README.index("## Workshop hosts")]
     listed = set(re.findall(r"`([\w/<>.-]+\.(?:csv|html|png|db)|[\w]+/)`", section))

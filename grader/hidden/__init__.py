@@ -23,7 +23,7 @@ from functools import cache
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, call
+from attnlib.checks._core import CheckFailed, call, precision_problem
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,11 @@ class Mistake:
 
     ``source`` is a whole answer cell defining the exercise's function (it may use ``np`` and
     the notebook's earlier exercises by name). ``caught_by`` says which checks must fail on it
-    ("visible", "hidden" or "both") and ``says`` the words (case-insensitive) their messages
-    must contain. With a ``message``, the hidden check recognises this answer by comparing
-    results and tells the learner exactly that ("Hidden check: " + message).
+    with a message containing ``says`` (case-insensitive): "visible" (then Validate fails
+    too), "hidden" (Validate passes, grading does not) or "both". With a ``message``, the
+    hidden check recognises this answer by comparing results and tells the learner exactly
+    that ("Hidden check: " + message); without one, the words come from elsewhere (a crash
+    hint in ``attnlib.checks``, the precision rule, an ``outcome`` that refuses the result).
     """
 
     label: str
@@ -168,13 +170,13 @@ def _as_parts(value):
     if isinstance(value, (tuple, list)):
         return [part for item in value for part in _as_parts(item)]
     if hasattr(value, "detach"):  # a torch tensor slipped through
-        raise TypeError("a torch tensor (convert it with .numpy())")
+        raise TypeError("a torch tensor: convert it with `.numpy()`")
     if isinstance(value, np.ndarray) and value.dtype == object:
-        raise TypeError("an array of Python objects")
+        raise TypeError("an array of Python objects: return numbers")
     try:
         return [np.array(value, dtype=np.float64)]
     except (TypeError, ValueError):
-        raise TypeError(type(value).__name__) from None
+        raise TypeError(f"a {type(value).__name__}, not numbers") from None
 
 
 def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
@@ -199,11 +201,44 @@ def _judged(spec, result, args):
     return spec.outcome(result, _copy(args)) if spec.outcome else result
 
 
+def _shape_message(name, got, want, args) -> str | None:
+    """Shape first: the result's structure or shape, when it differs from the reference's."""
+    got_parts, want_parts = _as_parts(got), _as_parts(want)
+    if len(got_parts) != len(want_parts):
+        return (
+            f"Hidden check: `{name}` returned {len(got_parts)} array(s), expected "
+            f"{len(want_parts)}, on a random input ({_describe(args)})."
+        )
+    for g, w in zip(got_parts, want_parts, strict=True):
+        if g.shape != w.shape:
+            expected = "one number" if w.shape == () else f"shape {w.shape}"
+            return (
+                f"Hidden check: `{name}` returned shape {g.shape} where {expected} was "
+                f"expected, on a random input ({_describe(args)})."
+            )
+    return None
+
+
 def spec(name: str) -> Exercise:
     """The registered hidden checks of exercise ``name`` (loads the hidden modules if needed)."""
     if name not in REGISTRY:
         _load_all()
     return REGISTRY[name]
+
+
+def _named(name, entry, got, args) -> str | None:
+    """The message of the catalogue mistake whose result on ``args`` is ``got``, if any."""
+    for mistake in entry.mistakes:
+        if not mistake.message:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                wrong = _judged(entry, _named_mistake(name, mistake.label)(*_copy(args)), args)
+            if same(got, wrong, entry.atol, entry.rtol):
+                return f"Hidden check: {mistake.message}"
+        except Exception:  # noqa: BLE001 (a mistake may crash on this input: not this one)
+            continue
+    return None
 
 
 def check_case(name: str, args, got) -> None:
@@ -213,27 +248,19 @@ def check_case(name: str, args, got) -> None:
     outside the student's kernel, on results recorded inside it.
     """
     entry = spec(name)
+    if problem := precision_problem(got, args, name):
+        raise CheckFailed(f"Hidden check: {problem}")
     want = _judged(entry, entry.reference(*_copy(args)), args)
     try:
         got = _judged(entry, got, args)
         if same(got, want, entry.atol, entry.rtol):
             return
+        message = _named(name, entry, got, args) or _shape_message(name, got, want, args)
     except (TypeError, ValueError, IndexError) as err:
-        raise CheckFailed(f"Hidden check: `{name}` returned {err}, not numbers.") from None
-    for mistake in entry.mistakes:
-        if isinstance(mistake, tuple):  # TODO(catalogue): the old (fn, message) form, until
-            wrong_fn, message = mistake  # every hidden module lists Mistake entries
-        elif mistake.message:
-            wrong_fn, message = _named_mistake(name, mistake.label), mistake.message
-        else:
-            continue
-        try:
-            if same(got, _judged(entry, wrong_fn(*_copy(args)), args), entry.atol, entry.rtol):
-                raise CheckFailed(f"Hidden check: {message}")
-        except (TypeError, ValueError, IndexError, FloatingPointError):
-            continue
+        raise CheckFailed(f"Hidden check: `{name}` returned {err}.") from None
     raise CheckFailed(
-        f"Hidden check: `{name}` gave a wrong result on a random input ({_describe(args)})."
+        message
+        or f"Hidden check: `{name}` gave a wrong result on a random input ({_describe(args)})."
     )
 
 

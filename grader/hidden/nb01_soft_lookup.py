@@ -10,6 +10,11 @@ def _softmax_cases(rng):
     yield (rng.normal(size=(4, 6)) * 5,)
     yield (rng.normal(size=(2, 3, 5)) * 10 + 900,)
     yield (rng.normal(size=(5, 4)), 0)
+    spread = rng.normal(size=(3, 6))
+    spread[:, 0] += 1000.0  # one score far above the rest and one far below: only the
+    spread[:, -1] -= 1000.0  # row maximum keeps every exponent finite
+    yield (rng.permuted(spread, axis=1),)
+    yield (rng.normal(size=(3, 5)) + np.array([[0.0], [900.0], [-900.0]]),)  # rows far apart
 
 
 @exercise(
@@ -52,6 +57,28 @@ def _softmax_cases(rng):
             message="`softmax` normalises the whole array at once instead of along `axis`.",
         ),
         Mistake(
+            "subtracts-minimum",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.min(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("each row's maximum",),
+            message="`softmax` subtracts each row's minimum, so exp overflows when a row's "
+            "scores are far apart: subtract each row's maximum.",
+        ),
+        Mistake(
+            "subtracts-mean",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.mean(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("each row's maximum",),
+            message="`softmax` subtracts each row's mean, so exp overflows when a row's "
+            "scores are far apart: subtract each row's maximum.",
+        ),
+        Mistake(
             "overflows",
             """
             def softmax(x, axis=-1):
@@ -59,7 +86,48 @@ def _softmax_cases(rng):
                 return e / e.sum(axis=axis, keepdims=True)
             """,
             says=("overflow", "maximum"),
-            message="`softmax` overflows for large scores: subtract the maximum first.",
+            message="`softmax` overflows for large scores: subtract each row's maximum first.",
+        ),
+        Mistake(
+            "global-maximum",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max())
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("each row's own maximum",),
+            message="`softmax` subtracts the maximum of the whole array: a row far below it "
+            "underflows to 0/0 = NaN. Subtract each row's own maximum.",
+        ),
+        Mistake(
+            "no-keepdims",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis)
+            """,
+            says=("keepdims=True",),
+        ),
+        Mistake(
+            "divides-by-maximum",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.max(axis=axis, keepdims=True)
+            """,
+            says=("by their sum",),
+            message="`softmax` divides by the largest exponential: divide the exponentials "
+            "by their sum along `axis`, so the weights sum to 1.",
+        ),
+        Mistake(
+            "float32",
+            """
+            def softmax(x, axis=-1):
+                x = np.asarray(x, dtype=np.float32)
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("float32", "keep float64"),
         ),
     ],
     alternatives=[
@@ -78,11 +146,14 @@ def _softmax_cases(rng):
             """,
         ),
         Alternative(
-            "float32-inside",
+            "torch",
             """
             def softmax(x, axis=-1):
-                e = np.exp((x - x.max(axis=axis, keepdims=True)).astype(np.float32))
-                return e / e.sum(axis=axis, keepdims=True)
+                import torch
+
+                t = torch.from_numpy(np.asarray(x, dtype=np.float64))
+                e = torch.exp(t - t.amax(dim=axis, keepdim=True))
+                return (e / e.sum(dim=axis, keepdim=True)).numpy()
             """,
         ),
     ],
@@ -92,9 +163,24 @@ def softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _telling_table(rng):
+    """A table where the best-scoring, the worst-scoring and the closest key are three
+    different keys (3q, -q, and q nudged sideways), in a random order: the first hidden
+    case, so each slip of `hard_lookup` is named by the key it picks."""
+    query = rng.normal(size=3)
+    side = np.cross(query, rng.normal(size=3))  # orthogonal to the query
+    side *= 0.1 * np.linalg.norm(query) / np.linalg.norm(side)
+    keys = np.stack(
+        [3 * query, -query, query + side, 0.2 * query - 3 * side, 0.2 * query + 3 * side]
+    )
+    order = rng.permutation(len(keys))
+    return query, keys[order], rng.normal(size=(len(keys), 4))
+
+
 def _lookup_cases(rng):
     """Tables whose sizes differ (n, d, d_v) and whose keys have different lengths, so the
     closest key and the best-scoring key usually differ."""
+    yield _telling_table(rng)
     for n, d, d_v in [(5, 3, 4), (8, 6, 2), (4, 4, 4), (12, 5, 7), (3, 2, 6)]:
         keys = rng.normal(size=(n, d)) * rng.uniform(0.3, 3.0, size=(n, 1))
         yield rng.normal(size=d), keys, rng.normal(size=(n, d_v))
@@ -148,9 +234,32 @@ def _lookup_cases(rng):
             def hard_lookup(query, keys, values):
                 return values[:, np.argmax(keys @ query)]
             """,
-            says=("column",),
-            caught_by="visible",  # the hidden inputs often have n > d_v: it raises IndexError
+            says=("row `values[i]`",),  # hidden: it raises IndexError when n > d_v
             message="`hard_lookup` returned a column of `values`; return the row `values[i]`.",
+        ),
+        Mistake(
+            "scores-the-values",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmax(values @ query)]
+            """,
+            says=("`keys @ query`",),
+        ),
+        Mistake(
+            "query-times-keys",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmax(query @ keys)]
+            """,
+            says=("`keys @ query`",),
+        ),
+        Mistake(
+            "float32",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmax(keys @ query)].astype(np.float32)
+            """,
+            says=("float32", "keep float64"),
         ),
     ],
     alternatives=[
@@ -177,7 +286,9 @@ def hard_lookup(query, keys, values):
 def _soft_cases(rng):
     yield from _lookup_cases(rng)
     n, d, d_v = 6, 4, 3
-    yield rng.normal(size=d) * 300, rng.normal(size=(n, d)), rng.normal(size=(n, d_v))
+    keys, query = rng.normal(size=(n, d)), rng.normal(size=d)
+    query *= 1000.0 / (keys @ query).max()  # the best score is 1000: exp overflows unless shifted
+    yield query, keys, rng.normal(size=(n, d_v))
 
 
 @exercise(
@@ -250,7 +361,43 @@ def _soft_cases(rng):
                 return e / e.sum() @ values
             """,
             says=("overflow", "stable `softmax`"),
-            message="`soft_lookup` overflows for large scores: use your stable `softmax`.",
+            message="`soft_lookup` overflows for large scores: use your stable `softmax` "
+            "(it subtracts each row's maximum).",
+        ),
+        Mistake(
+            "scores-the-values",
+            """
+            def soft_lookup(query, keys, values):
+                return softmax(values @ query) @ values
+            """,
+            says=("`keys @ query`",),
+        ),
+        Mistake(
+            "values-times-weights",
+            """
+            def soft_lookup(query, keys, values):
+                return values @ softmax(keys @ query)
+            """,
+            says=("`weights @ values`",),
+        ),
+        Mistake(
+            "sums-over-d_v",
+            """
+            def soft_lookup(query, keys, values):
+                return (softmax(keys @ query)[:, None] * values).sum(axis=1)
+            """,
+            says=("one number per key",),
+            message="`soft_lookup` returned one number per key: sum the weighted value rows "
+            "over the n keys (axis 0), not over d_v.",
+        ),
+        Mistake(
+            "float32",
+            """
+            def soft_lookup(query, keys, values):
+                scores = keys.astype(np.float32) @ query.astype(np.float32)
+                return softmax(scores) @ values.astype(np.float32)
+            """,
+            says=("float32", "keep float64"),
         ),
     ],
     alternatives=[
@@ -269,14 +416,6 @@ def _soft_cases(rng):
 
                 weights = torch.softmax(torch.from_numpy(keys @ query), 0)
                 return (weights @ torch.from_numpy(values)).numpy()
-            """,
-        ),
-        Alternative(
-            "float32",
-            """
-            def soft_lookup(query, keys, values):
-                scores = keys.astype(np.float32) @ query.astype(np.float32)
-                return softmax(scores) @ values.astype(np.float32)
             """,
         ),
     ],
@@ -349,6 +488,26 @@ def _retrieved(result, args):
             says=("wrong sign",),
             message="`design_keys_values` gives the scores the wrong sign: the heaviest item "
             "needs the largest score.",
+        ),
+        Mistake(
+            "keys-transposed",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(query, np.log(weights)) / (query @ query), items
+            """,
+            says=("keys of shape",),
+            message="`design_keys_values` returned keys of shape [d, n]: one key per item, "
+            "as a row: [n, d].",
+        ),
+        Mistake(
+            "values-transposed",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(np.log(weights), query) / (query @ query), items.T
+            """,
+            says=("values of shape",),
+            message="`design_keys_values` returned values of shape [d_v, n]: one value per "
+            "item, as a row: [n, d_v].",
         ),
     ],
     alternatives=[
