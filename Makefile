@@ -79,8 +79,8 @@ $(HUB_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,hub]'
 	touch $(HUB_STAMP)
 
-# JupyterHub's proxy from npm (pinned by hub/proxy/package-lock.json), Debian's Node.js and
-# the system Python the course environment is made from, if missing.
+# JupyterHub's proxy from npm (pinned by hub/proxy/package-lock.json) with Debian's Node.js,
+# and Debian's patchelf (to copy a Python that sits in a private folder; hub/environment.py).
 $(CHP): hub/proxy/package.json hub/proxy/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "Installing Node.js and npm (Debian)..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
@@ -89,9 +89,8 @@ $(CHP): hub/proxy/package.json hub/proxy/package-lock.json
 	touch $(CHP)
 
 hub-setup: $(HUB_STAMP) $(CHP)
-	@$(PY) -c "import hub.environment as e; e.interpreter()" 2>/dev/null || { \
-	  echo "Installing Debian's Python for the course environment..."; apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null; }
+	@command -v patchelf >/dev/null 2>&1 || { echo "Installing patchelf (Debian)..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf >/dev/null; }
 
 hub: setup hub-setup
 	$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)

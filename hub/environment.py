@@ -42,21 +42,36 @@ def world_usable(path: Path) -> bool:
     return all(os.stat(p).st_mode & 0o001 for p in path.parents)
 
 
-def interpreter() -> Path:
-    """A Python of this version's minor release that every user can run (its standard
-    library too): this one if it can, else the system's."""
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    this = Path(sys.base_prefix, "bin", f"python{version}")
-    candidates = [this] if world_usable(stdlib) else []
-    candidates += [Path(f"/usr/bin/python{version}"), Path(f"/usr/local/bin/python{version}")]
-    for python in candidates:
-        if world_usable(python):
-            return python
-    raise SetupError(
-        f"no Python {version} that every user can run (this one is under a private folder): "
-        f"install Debian's python{version} (`make hub-setup` does, as root)"
-    )
+def _version() -> str:
+    return f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def interpreter(python_home: Path) -> Path:
+    """This very Python (the one `make setup` tested the packages with), where every user can
+    run it: in place if they can, else a copy of its installation in ``python_home``
+    (hard links, without its own site-packages; the binary itself copied, with its library
+    path made relative by Debian's patchelf, since it names the private folder)."""
+    this = Path(sys.base_prefix, "bin", _version())
+    if world_usable(this) and world_usable(Path(sysconfig.get_paths()["stdlib"])):
+        return this
+    copy = python_home / "bin" / _version()
+    if (python_home / ".copied-from").is_file():
+        if (python_home / ".copied-from").read_text() == str(this):
+            return copy
+    if not shutil.which("patchelf"):
+        raise SetupError(
+            f"{this} is in a folder other users cannot open, and patchelf (to copy it) is "
+            "missing: run `make hub-setup` (it installs Debian's patchelf, as root)"
+        )
+    shutil.rmtree(python_home, ignore_errors=True)
+    _link_tree(Path(sys.base_prefix), python_home, skip=lambda name: name == "site-packages")
+    copy.unlink()
+    shutil.copy2(this, copy)  # a copy: patchelf rewrites the file it is given
+    subprocess.run(["patchelf", "--set-rpath", "$ORIGIN/../lib", str(copy)], check=True)
+    (python_home / ".copied-from").write_text(str(this))
+    for folder, _dirs, _files in os.walk(python_home):
+        os.chmod(folder, 0o755)
+    return copy
 
 
 def _link_tree(src: Path, dest: Path, skip=lambda name: False) -> None:
@@ -67,7 +82,7 @@ def _link_tree(src: Path, dest: Path, skip=lambda name: False) -> None:
             shutil.copy2(s, d)
 
     def ignore(folder, names):
-        return [n for n in names if skip(n)] if Path(folder) == src else []
+        return [n for n in names if skip(n)]
 
     shutil.copytree(src, dest, symlinks=True, copy_function=link, ignore=ignore, dirs_exist_ok=True)
 
@@ -109,18 +124,20 @@ def fingerprint() -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
-def build_env(env: Path, course: Path) -> bool:
-    """Make (or remake, if the checkout's packages changed) the course environment in ``env``,
-    with ``course``'s attnlib importable. Returns whether anything was built."""
+def build_env(env: Path, python_home: Path, importable: list[Path]) -> bool:
+    """Make (or remake, if the checkout's packages changed) the course environment in ``env``
+    (its Python in ``python_home`` if it must be copied), with the folders ``importable`` on
+    its path, first first. Returns whether anything was built."""
     stamp = env / ".seeded-from"
-    wanted = fingerprint()
-    if stamp.is_file() and stamp.read_text() == wanted:
-        _add_course(env, course)
-        return False
     if sys.prefix == sys.base_prefix:
         raise SetupError("run this from the course's .venv (`make hub` does)")
+    python = interpreter(python_home)
+    wanted = f"{python}\n{fingerprint()}"
+    if stamp.is_file() and stamp.read_text() == wanted:
+        _add_paths(env, importable)
+        return False
     shutil.rmtree(env, ignore_errors=True)
-    subprocess.run([str(interpreter()), "-m", "venv", "--without-pip", str(env)], check=True)
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(env)], check=True)
     seed = Path(sys.prefix)
     _link_tree(_site_packages(seed), _site_packages(env), skip=_is_course_install)
     for folder in ("share", "etc"):
@@ -131,15 +148,19 @@ def build_env(env: Path, course: Path) -> bool:
     # hard-linked one).
     settings = env / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     settings.unlink(missing_ok=True)
-    _add_course(env, course)
+    _add_paths(env, importable)
     subprocess.run([str(env / "bin" / "python"), "-m", "attnlib.setup_lab"], check=True,
                    stdout=subprocess.DEVNULL)  # fmt: skip
     stamp.write_text(wanted)
     return True
 
 
-def _add_course(env: Path, course: Path) -> None:
-    (_site_packages(env) / "attention_course.pth").write_text(f"{course}\n")
+def _add_paths(env: Path, folders: list[Path]) -> None:
+    """A ``.pth`` file: Python adds each folder the running user can open, in order (the
+    instructors' private course is skipped for everyone else)."""
+    path = _site_packages(env) / "attention_course.pth"
+    path.write_text("".join(f"{folder}\n" for folder in folders))
+    os.chmod(path, 0o644)
 
 
 def write_course(course: Path, release: Path) -> list[str]:
@@ -155,7 +176,7 @@ def write_course(course: Path, release: Path) -> list[str]:
         path = course / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    for folder, dirs, files in os.walk(course):
+    for folder, _dirs, files in os.walk(course):
         os.chmod(folder, 0o755)
         for name in files:
             os.chmod(Path(folder, name), 0o644)

@@ -195,9 +195,8 @@ def grade(s: Settings, assignments: list[str]) -> int:
         print("nothing to grade: no student has submitted these notebooks yet")
         return 0
     cmd = [sys.executable, "-m", "grader", "autograde", str(s.collected),
-           "--out", str(s.grading), "--notebooks", *assignments, "--quiet"]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(s.private_course))
-    if code := subprocess.run(cmd, cwd=s.private_course, env=env).returncode:
+           "--out", str(s.grading), "--notebooks", *assignments]  # fmt: skip
+    if code := subprocess.run(cmd, cwd=s.private_course).returncode:
         return code
     for a, students in staged.items():
         _record_submissions(s, a, students)
@@ -209,8 +208,7 @@ def grade(s: Settings, assignments: list[str]) -> int:
 def totals(s: Settings) -> int:
     """Hand-entered points (formgrader) into grading/'s CSVs, feedback pages and report."""
     cmd = [sys.executable, "-m", "grader", "totals", str(s.grading)]
-    env = dict(os.environ, PYTHONPATH=str(s.private_course))
-    return subprocess.run(cmd, cwd=s.private_course, env=env).returncode
+    return subprocess.run(cmd, cwd=s.private_course).returncode
 
 
 def feedback(s: Settings, assignments: list[str]) -> int:

@@ -30,8 +30,10 @@ class Limits:
         """{controller: {file: value}}; v2 has one folder for every controller."""
         memory, quota = str(self.memory_mb * 2**20), str(int(self.cpus * CPU_PERIOD_US))
         if version == 2:
-            return {"": {"memory.max": memory, "memory.swap.max": "0",
-                         "cpu.max": f"{quota} {CPU_PERIOD_US}", "pids.max": str(self.processes)}}  # fmt: skip
+            cpu, pids = f"{quota} {CPU_PERIOD_US}", str(self.processes)
+            return {
+                "": {"memory.max": memory, "memory.swap.max": "0", "cpu.max": cpu, "pids.max": pids}
+            }
         return {
             "memory": {"memory.limit_in_bytes": memory},
             "cpu": {"cpu.cfs_period_us": str(CPU_PERIOD_US), "cpu.cfs_quota_us": quota},

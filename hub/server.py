@@ -11,15 +11,16 @@ grades, and refreshes the course from the checkout.
 """
 
 import grp
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from grader.release import release
 from hub import environment, instructor, settings
-from hub.settings import Settings
+from hub.settings import REPO_ROOT, Settings
 
 CONFIG_FILE = Path(__file__).with_name("jupyterhub_config.py")
 
@@ -37,6 +38,27 @@ def ensure_group(name: str) -> int:
         return grp.getgrnam(name).gr_gid
 
 
+def _release_key() -> str:
+    """What the release is made from: ``solutions/``, the course's nbgrader settings and
+    the release command."""
+    digest = hashlib.sha256()
+    sources = sorted((REPO_ROOT / "solutions").rglob("*.ipynb"))
+    for path in [*sources, REPO_ROOT / "nbgrader_config.py", REPO_ROOT / "grader" / "release.py"]:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def fresh_release(folder: Path) -> Path:
+    """A release of ``solutions/`` in ``folder``, made again only when its sources changed
+    (a restart of the hub need not regenerate every notebook)."""
+    key, stamp = _release_key(), folder / ".made-from"
+    if not (stamp.is_file() and stamp.read_text() == key):
+        shutil.rmtree(folder, ignore_errors=True)
+        release(folder)
+        stamp.write_text(key)
+    return folder
+
+
 def lay_out(s: Settings) -> None:
     """Everything under ROOT the hub needs, as root."""
     ensure_group(s.group)
@@ -44,11 +66,11 @@ def lay_out(s: Settings) -> None:
     s.root.mkdir(parents=True, exist_ok=True)
     os.chmod(s.root, 0o755)
     s.save()
-    with tempfile.TemporaryDirectory(prefix="hub-release-") as tmp:
-        release(Path(tmp))
-        environment.write_course(s.course, Path(tmp))
-        instructor.prepare(s, Path(tmp), gid)
-    environment.build_env(s.env, s.course)
+    notebooks = fresh_release(s.release)
+    environment.write_course(s.course, notebooks)
+    instructor.prepare(s, notebooks, gid)
+    # The instructors' copy first: only they can open it (it has the grader).
+    environment.build_env(s.env, s.python_home, [s.private_course, s.course])
     s.exchange.mkdir(exist_ok=True)
     os.chmod(s.exchange, 0o1777)
     s.homes.mkdir(exist_ok=True)

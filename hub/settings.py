@@ -55,6 +55,14 @@ class Settings:
         return self.root / "env"
 
     @property
+    def python_home(self) -> Path:  # a copy of the course's Python, if its own is private
+        return self.root / "python"
+
+    @property
+    def release(self) -> Path:  # the last release of solutions/ (kept while they are unchanged)
+        return self.root / "release"
+
+    @property
     def course(self) -> Path:  # the student materials (what `make bundle` ships)
         return self.root / "course"
 

@@ -44,13 +44,10 @@ def add_to_group(username: str, group: str) -> None:
 
 def role_env(s: settings.Settings, instructor: bool) -> dict[str, str]:
     """What a server (and its terminals) gets on top of JupyterHub's variables: the course
-    environment first on PATH, the role's launch profile, and for instructors the private
-    copy of the course (``grader``, ``hub``) importable."""
-    if instructor:
-        paths, extra = hub_instructor.config_path(s), {"PYTHONPATH": str(s.private_course)}
-    else:
-        paths, extra = [s.profiles / "student"], {}
-    return extra | {
+    environment first on PATH and the role's launch profile (the environment's path file
+    makes the instructors' private course, with ``grader`` and ``hub``, importable for them)."""
+    paths = hub_instructor.config_path(s) if instructor else [s.profiles / "student"]
+    return {
         settings.ROOT_VARIABLE: str(s.root),
         "VIRTUAL_ENV": str(s.env),
         "PATH": os.pathsep.join([str(s.env / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -62,16 +59,20 @@ def role_env(s: settings.Settings, instructor: bool) -> dict[str, str]:
 class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):
     """Shared passwords; the unix account made on first login."""
 
-    def check_allowed(self, username, authentication=None):
-        group = settings.load().group
+    def check_blocked_users(self, username, authentication=None):
+        """Block every account of the host the workshop did not make (``root``, the host's
+        own users); JupyterHub asks this of every login (``allow_all`` skips the allow
+        list, never the block list)."""
+        if not super().check_blocked_users(username, authentication):
+            return False
         try:
             pwd.getpwnam(username)
         except KeyError:  # a new attendee: the account is made in add_user
-            return super().check_allowed(username, authentication)
-        if not in_group(username, group):
-            self.log.warning("refused %r: a unix account the workshop did not make", username)
-            return False
-        return super().check_allowed(username, authentication)
+            return True
+        if in_group(username, settings.load().group):
+            return True
+        self.log.warning("refused %r: a unix account the workshop did not make", username)
+        return False
 
     async def add_user(self, user):
         await super().add_user(user)

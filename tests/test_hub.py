@@ -1,0 +1,367 @@
+"""The workshop server end to end on localhost: `make hub`'s command, real unix users, the
+real proxy, nbgrader's real exchange.
+
+As root, the module starts the hub (its command read from the Makefile) in a fresh ROOT
+with its own unix groups and free ports. Two attendees and the instructor sign in through
+the hub's login page (a form post with its XSRF token, as a browser does); the instructor
+releases notebook 01; one attendee fetches it from the Assignments tab in Chromium, the
+other through the same REST call the tab makes; they type their answers (one right, one
+with a catalogued mistake) through Jupyter's contents API and submit; the instructor
+collects and grades with the course grader and releases feedback; the attendees fetch it
+and read their points. The last test runs `make hub-end`'s command (backup, then every
+account, home and group removed). The teardown stops whatever is left, even after a
+failure. Without root (it makes unix users) the module is skipped.
+"""
+
+import csv
+import grp
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from fixtures.adversarial import honest
+from fixtures.batches import Batch, uses
+from test_browser import CHROMIUM, SHOTS, _free_port, browser
+
+from attnlib.lab import INSTRUCTOR_PLUGINS
+from grader.course import REPO_ROOT, exercises
+from grader.hidden import catalogue
+from hub import limits, spawner
+from hub import settings as hub_settings
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="the workshop server makes and removes unix users: run the tests as root",
+)
+requests = pytest.importorskip("requests", reason="JupyterHub's extra is not installed")
+
+NB = "01_soft_lookup"
+MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+TAG = secrets.token_hex(3)
+RIGHT, WRONG, INSTRUCTOR = f"ta{TAG}", f"tb{TAG}", f"ti{TAG}"
+GROUP, INSTRUCTORS = f"attn-t{TAG}", f"attn-ti{TAG}"
+ROOM_PASSWORD, INSTRUCTOR_PASSWORD = secrets.token_urlsafe(9), secrets.token_urlsafe(32)
+MEMORY_FILES = ("memory.max", "memory.limit_in_bytes")  # cgroup v2, v1
+START_WITHIN = 420  # s: the first start builds the course environment
+
+
+def _recipe(target: str, root: Path, options: str) -> list[str]:
+    """What `make <target> HUB_ROOT=root HUB_OPTIONS=options` runs."""
+    line = re.search(rf"^{target}:.*\n\t(.+)$", MAKEFILE, re.M).group(1)
+    line = line.replace("$(HUB_ROOT)", str(root)).replace("$(HUB_OPTIONS)", options)
+    words = line.replace("$(PY)", sys.executable).split()
+    assert "$(" not in " ".join(words), f"unexpected make variable in `{target}`: {line}"
+    return words
+
+
+def _wrong_answer():
+    """(exercise, mistake): a catalogued mistake both checks catch, in an exercise no other
+    exercise calls (so it costs exactly that exercise's points)."""
+    used = set().union(*uses(NB).values())
+    for name, spec in catalogue(NB).items():
+        for mistake in spec.mistakes:
+            if name not in used and mistake.caught_by == "both":
+                return name, mistake
+    raise AssertionError(f"no catalogued mistake fits in {NB}")
+
+
+def _answers(nb) -> dict[str, str]:
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
+class Hub:
+    """The server under test: its process, settings and sign-in sessions."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        options = " ".join([
+            "--ip 127.0.0.1", f"--port {self.port}", f"--hub-port {_free_port()}",
+            f"--proxy-api-port {_free_port()}", f"--instructors {INSTRUCTOR}",
+            f"--group {GROUP}", f"--instructor-group {INSTRUCTORS}",
+            f"--student-password {ROOM_PASSWORD}", f"--instructor-password {INSTRUCTOR_PASSWORD}",
+        ])  # fmt: skip
+        self.end_cmd = _recipe("hub-end", root, "") + ["--yes"]
+        self.log = (root.parent / "hub.log").open("w")
+        self.proc = subprocess.Popen(
+            _recipe("hub", root, options), cwd=REPO_ROOT, stdout=self.log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self.sessions = {}
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_WITHIN
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"the hub exited:\n{self.log_text()}"
+            try:
+                if requests.get(f"{self.url}/hub/login", timeout=5).status_code == 200:
+                    self.settings = hub_settings.load(self.root)
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(1)
+        pytest.fail(f"the hub did not answer within {START_WITHIN} s:\n{self.log_text()}")
+
+    def log_text(self, tail: int = 5000) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text()[-tail:]
+
+    def sign_in(self, name: str, password: str):
+        """The login form, then the user's Lab once their server runs (as a browser)."""
+        s = requests.Session()
+        form = s.get(f"{self.url}/hub/login", timeout=10).text
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form).group(1)
+        s.post(f"{self.url}/hub/login", timeout=60,
+               data={"username": name, "password": password, "_xsrf": xsrf})  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            lab = s.get(f"{self.url}/user/{name}/lab", timeout=30)
+            if lab.url.startswith(f"{self.url}/user/{name}/lab") and lab.ok:
+                self.sessions[name] = s
+                return s
+            time.sleep(1)
+        pytest.fail(f"{name}'s server did not start within 120 s:\n{self.log_text()}")
+
+    def call(self, name: str, method: str, path: str, **kwargs):
+        s = self.sessions[name]
+        xsrf = s.cookies.get("_xsrf", path=f"/user/{name}/")
+        r = s.request(method, f"{self.url}/user/{name}/{path}", timeout=120,
+                      headers={"X-XSRFToken": xsrf}, **kwargs)  # fmt: skip
+        r.raise_for_status()
+        return r
+
+    def assignments(self, name: str, action: str = "") -> list[dict]:
+        """The Assignments tab's own REST calls (list, fetch, submit, fetch_feedback)."""
+        data = {"course_id": self.settings.course_id, "assignment_id": NB}
+        if not action:
+            r = self.call(name, "GET", "assignments", params={"course_id": data["course_id"]})
+        else:
+            r = self.call(name, "POST", f"assignments/{action}", data=data)
+        body = r.json()
+        assert body["success"], body
+        return body["value"]
+
+    def as_instructor(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        """``python -m hub ARGS`` as the instructor, with their Lab terminal's environment."""
+        account = pwd.getpwnam(INSTRUCTOR)
+        env = spawner.role_env(self.settings, instructor=True) | {
+            "HOME": account.pw_dir, "USER": INSTRUCTOR, "LANG": "C.UTF-8",
+        }  # fmt: skip
+        cmd = ["runuser", "-u", INSTRUCTOR, "--", "env", "-i"]
+        cmd += [f"{k}={v}" for k, v in env.items()] + ["python", "-m", "hub", *args]
+        proc = subprocess.run(cmd, cwd=self.settings.instructor, capture_output=True,
+                              text=True, timeout=timeout)  # fmt: skip
+        assert proc.returncode == 0, f"python -m hub {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+        return proc
+
+    def stop(self) -> None:
+        """`make hub-end`'s command if the last test did not run it, then whatever is left."""
+        if self.proc.poll() is None:
+            subprocess.run(self.end_cmd, cwd=REPO_ROOT, capture_output=True, timeout=180)
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+def _remove_leftovers() -> None:
+    for name in (RIGHT, WRONG, INSTRUCTOR):
+        try:
+            uid = pwd.getpwnam(name).pw_uid
+        except KeyError:
+            continue
+        subprocess.run(["pkill", "-KILL", "-U", str(uid)], check=False)
+        subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
+    for group in (GROUP, INSTRUCTORS):
+        subprocess.run(["groupdel", group], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hub():
+    if not shutil.which("useradd") or not hub_settings.proxy_command().is_file():
+        pytest.fail("the hub's set-up is missing (useradd, the proxy): run `make hub-setup`")
+    top = Path(tempfile.mkdtemp(prefix="attn-hub-test-"))
+    os.chmod(top, 0o755)  # attendees must reach the course environment in it
+    server = Hub(top / "root")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+        _remove_leftovers()
+        shutil.rmtree(top, ignore_errors=True)
+    assert all(_no_account(n) for n in (RIGHT, WRONG, INSTRUCTOR)), "accounts left behind"
+
+
+def _no_account(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return True
+    return False
+
+
+def test_attendees_sign_in_and_get_their_role(hub):
+    """Any new name with the room's password gets an account (made on first login) and a
+    Lab with the Assignments tab and Validate; the instructor's has formgrader too. A wrong
+    password, and a host account the hub did not make, are refused."""
+    for name in (RIGHT, WRONG):
+        hub.sign_in(name, ROOM_PASSWORD)
+        account = pwd.getpwnam(name)
+        assert account.pw_dir == str(hub.settings.homes / name)
+        assert os.stat(account.pw_dir).st_mode & 0o777 == 0o700, "homes must be private"
+        assert name in grp.getgrnam(GROUP).gr_mem
+    hub.sign_in(INSTRUCTOR, INSTRUCTOR_PASSWORD)
+    assert INSTRUCTOR in grp.getgrnam(INSTRUCTORS).gr_mem
+    assert hub.call(INSTRUCTOR, "GET", "formgrader/api/assignments").ok
+    with pytest.raises(requests.HTTPError, match="404"):
+        hub.call(RIGHT, "GET", "formgrader/api/assignments")
+    for name, plugins in ((RIGHT, set(INSTRUCTOR_PLUGINS)), (INSTRUCTOR, set())):
+        html = hub.call(name, "GET", "lab").text
+        found = re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', html, re.S)
+        assert set(json.loads(found.group(1))["disabledExtensions"]) == plugins, name
+    for name, password in (("intruder", "not-the-password"), ("root", ROOM_PASSWORD)):
+        s = requests.Session()
+        form = s.get(f"{hub.url}/hub/login", timeout=10).text
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form).group(1)
+        r = s.post(f"{hub.url}/hub/login", timeout=30,
+                   data={"username": name, "password": password, "_xsrf": xsrf})  # fmt: skip
+        assert r.status_code == 403 or "/hub/login" in r.url, f"{name} signed in"
+    assert _no_account("intruder")
+
+
+def test_servers_run_from_the_shared_environment_with_limits(hub):
+    """Each server runs the course environment (readable by all, writable by root only),
+    with the per-attendee process limit (and a cgroup or a memory rlimit)."""
+    s = hub.settings
+    assert os.stat(s.env).st_mode & 0o777 == 0o755 and os.stat(s.env).st_uid == 0
+    uid = pwd.getpwnam(RIGHT).pw_uid
+    servers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and p.stat().st_uid == uid
+               and b"jupyterhub-singleuser" in (p / "cmdline").read_bytes()]  # fmt: skip
+    assert servers, "no server process runs as the attendee"
+    cmdline = (servers[0] / "cmdline").read_bytes().split(b"\0")
+    assert Path(cmdline[0].decode()).resolve().is_relative_to(s.root), cmdline
+    rlimits = (servers[0] / "limits").read_text()
+    assert re.search(rf"Max processes\s+{s.processes}\s+{s.processes}", rlimits), rlimits
+    cgroups = limits.folders(RIGHT, GROUP)
+    if cgroups:  # the server is in the attendee's cgroup, which caps their memory
+        joined = (servers[0] / "cgroup").read_text()
+        assert f"/{GROUP}/{RIGHT}\n" in joined, joined
+        memory = next(f for f in (c / n for c in cgroups for n in MEMORY_FILES) if f.is_file())
+        assert int(memory.read_text()) == s.memory_mb * 2**20, memory
+    else:  # no cgroup allowed here: a memory rlimit per process
+        size = s.memory_mb * 2**20
+        assert re.search(rf"Max address space\s+{size}\s+{size}", rlimits), rlimits
+    assert "idle-culler@127.0.0.1" in hub.log_text(20000), "the idle culler never asked the hub"
+
+
+def test_instructor_releases_to_the_exchange(hub):
+    hub.as_instructor("release", NB)
+    exchange = hub.settings.exchange
+    assert os.stat(exchange).st_mode & 0o7777 == 0o1777, "nbgrader's exchange: 1777"
+    released = exchange / hub.settings.course_id / "outbound" / NB / f"{NB}.ipynb"
+    assert released.is_file(), "nothing released"
+    assert "### BEGIN SOLUTION" not in released.read_text(), "a solution was released"
+
+
+def test_assignments_tab_lists_the_release_and_fetches_it(hub, tmp_path):
+    """In Chromium: sign in through the login page, open the Assignments list, press Fetch."""
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
+    with browser(f"{hub.url}/hub/login", tmp_path / "chromium") as page:
+        page.fill("#username_input", RIGHT)
+        page.fill("#password_input", ROOM_PASSWORD)
+        page.click("#login_submit")
+        page.locator("#jp-MainMenu").get_by_text("Nbgrader", exact=True).click()
+        page.locator(".lm-Menu:visible").get_by_text("Assignment List").click()
+        row = page.locator("#released_assignments_list .list_item", has_text=NB)
+        row.wait_for()
+        page.screenshot(path=SHOTS / "hub-1-released.png")
+        row.get_by_role("button", name="Fetch").click()
+        page.locator("#fetched_assignments_list .list_item", has_text=NB).first.wait_for()
+        page.screenshot(path=SHOTS / "hub-2-fetched.png")
+    fetched = hub.settings.homes / RIGHT / NB / f"{NB}.ipynb"
+    assert fetched.is_file() and fetched.stat().st_uid == pwd.getpwnam(RIGHT).pw_uid
+
+
+def test_attendees_answer_and_submit(hub):
+    fetched = hub.assignments(WRONG, "fetch")
+    assert any(a["status"] == "fetched" and a["assignment_id"] == NB for a in fetched), fetched
+    exercise, mistake = _wrong_answer()
+    typed = {
+        RIGHT: _answers(honest(NB)),
+        WRONG: _answers(Batch(NB, ((exercise, mistake),)).submission()),
+    }
+    path = f"api/contents/{NB}/{NB}.ipynb"
+    for name, answers in typed.items():
+        nb = nbformat.from_dict(hub.call(name, "GET", path).json()["content"])
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in answers:
+                cell.source = answers[grade_id]
+        hub.call(name, "PUT", path, json={"type": "notebook", "format": "json", "content": nb})
+        listed = hub.assignments(name, "submit")
+        assert any(a["status"] == "submitted" for a in listed), listed
+
+
+def _points(hub) -> dict[str, float]:
+    with open(hub.settings.grading / "totals.csv", newline="") as fh:
+        return {row["student"]: float(row[NB]) for row in csv.DictReader(fh)}
+
+
+def test_instructor_grades_with_the_course_grader(hub):
+    proc = hub.as_instructor("grade", NB)
+    assert "collected 01_soft_lookup: 2 submissions" in proc.stdout, proc.stdout
+    autograded = sum(e.max_points for e in exercises(NB) if e.autograded)
+    lost = next(e.max_points for e in exercises(NB) if e.grade_id == _wrong_answer()[0])
+    assert _points(hub) == {RIGHT: autograded, WRONG: autograded - lost}
+    assert not (hub.settings.grading / "nbgrader" / "autograded").stat().st_mode & 0o007
+
+
+def test_feedback_reaches_the_attendees(hub):
+    hub.as_instructor("feedback", NB)
+    points = _points(hub)
+    for name in (RIGHT, WRONG):
+        hub.assignments(name, "fetch_feedback")
+        found = sorted((hub.settings.homes / name / NB / "feedback").glob(f"*/{NB}.html"))
+        assert found, f"no feedback fetched for {name}"
+        score = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", found[-1].read_text())
+        assert score and float(score.group(1)) == points[name], (name, score)
+
+
+def test_end_of_day_backs_up_and_wipes(hub):
+    s = hub.settings
+    proc = subprocess.run(hub.end_cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    hub.proc.wait(timeout=30)
+    backups = sorted(s.backups.glob("*.tar.gz"))
+    assert len(backups) == 1 and backups[0].stat().st_mode & 0o077 == 0
+    with tarfile.open(backups[0]) as tar:
+        names = tar.getnames()
+    assert "instructor/grading/gradebook.db" in names, names[:20]
+    assert any(n.startswith(f"exchange/{s.course_id}/inbound/{WRONG}+{NB}") for n in names)
+    for name in (RIGHT, WRONG, INSTRUCTOR):
+        assert _no_account(name), f"{name} is still an account"
+        assert not (s.homes / name).exists()
+    for group in (GROUP, INSTRUCTORS):
+        with pytest.raises(KeyError):
+            grp.getgrnam(group)
+    assert not s.exchange.exists() and not s.instructor.exists()
+    assert s.env.is_dir(), "the course environment stays for the next day"
