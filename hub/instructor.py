@@ -183,7 +183,8 @@ def grade(s: Settings, assignments: list[str]) -> int:
     known = course.assignments()
     unknown = [a for a in assignments if a not in known]
     if unknown:
-        print(f"error: unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}")
+        print(f"error: unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}",
+              file=sys.stderr)  # fmt: skip
         return 2
     staged = {}
     for a in assignments:

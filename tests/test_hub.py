@@ -15,6 +15,7 @@ failure. Without root (it makes unix users) the module is skipped.
 
 import csv
 import grp
+import io
 import json
 import os
 import pwd
@@ -27,6 +28,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -75,6 +77,10 @@ def _wrong_answer():
             if name not in used and mistake.caught_by == "both":
                 return name, mistake
     raise AssertionError(f"no catalogued mistake fits in {NB}")
+
+
+def _wrong_submission():
+    return Batch(NB, (_wrong_answer(),)).submission()
 
 
 def _answers(nb) -> dict[str, str]:
@@ -304,10 +310,9 @@ def test_assignments_tab_lists_the_release_and_fetches_it(hub, tmp_path):
 def test_attendees_answer_and_submit(hub):
     fetched = hub.assignments(WRONG, "fetch")
     assert any(a["status"] == "fetched" and a["assignment_id"] == NB for a in fetched), fetched
-    exercise, mistake = _wrong_answer()
     typed = {
         RIGHT: _answers(honest(NB)),
-        WRONG: _answers(Batch(NB, ((exercise, mistake),)).submission()),
+        WRONG: _answers(_wrong_submission()),
     }
     path = f"api/contents/{NB}/{NB}.ipynb"
     for name, answers in typed.items():
@@ -344,6 +349,17 @@ def test_feedback_reaches_the_attendees(hub):
         assert found, f"no feedback fetched for {name}"
         score = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", found[-1].read_text())
         assert score and float(score.group(1)) == points[name], (name, score)
+
+
+def test_attendees_download_their_work_as_a_zip(hub):
+    """What the Lab's "Download as an Archive" asks (jupyter-archive): a zip of a folder."""
+    params = {"archiveToken": secrets.token_hex(8), "archiveFormat": "zip"}
+    r = hub.call(WRONG, "GET", f"directories/{NB}", params=params)
+    with zipfile.ZipFile(io.BytesIO(r.content)) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(f"{NB}.ipynb"))
+        notebook = nbformat.reads(archive.read(name), as_version=4)
+    exercise = _wrong_answer()[0]
+    assert _answers(notebook)[exercise] == _answers(_wrong_submission())[exercise]
 
 
 def test_end_of_day_backs_up_and_wipes(hub):

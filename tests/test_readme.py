@@ -36,6 +36,10 @@ COVERED = {
     ),
     "python -m attnlib.lab": ("tests/test_bundle.py", '[sys.executable, "-m", "attnlib.lab"]'),
     "conda env create -f environment.yml": ("tests/test_pins.py", "environment.yml"),
+    # The workshop server: tests/test_hub.py runs its recipes and the instructor's commands.
+    "make hub": ("tests/test_hub.py", '_recipe("hub", root, options)'),
+    "make hub-end": ("tests/test_hub.py", '_recipe("hub-end", root, "")'),
+    "python -m hub": ("tests/test_hub.py", '["python", "-m", "hub", *args]'),
     "conda activate attention-course": ("environment.yml", "name: attention-course"),
 }
 # What `make X` runs, for the make targets above.
@@ -52,6 +56,8 @@ RECIPES = {
     "reset": "$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)",
     "test": "$(PY) -m pytest",
     "bench": "$(PY) -m bench",
+    "hub": "$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)",
+    "hub-end": "$(PY) -m hub --root $(HUB_ROOT) end",
 }
 
 
