@@ -43,6 +43,8 @@ c.Spawner.cmd = [str(s.env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 90
+# A server stops on SIGTERM; on SIGINT, without a terminal, it waits out the whole timeout.
+c.LocalProcessSpawner.interrupt_timeout = 1
 
 c.JupyterHub.services = [
     {

@@ -125,9 +125,9 @@ class Hub:
             time.sleep(1)
         pytest.fail(f"the hub did not answer within {START_WITHIN} s:\n{self.log_text()}")
 
-    def log_text(self, tail: int = 5000) -> str:
+    def log_text(self, tail: int | None = 5000) -> str:
         self.log.flush()
-        return Path(self.log.name).read_text()[-tail:]
+        return Path(self.log.name).read_text()[-tail if tail else 0 :]
 
     def sign_in(self, name: str, password: str):
         """The login form, then the user's Lab once their server runs (as a browser)."""
@@ -165,15 +165,16 @@ class Hub:
         return body["value"]
 
     def as_instructor(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-        """``python -m hub ARGS`` as the instructor, with their Lab terminal's environment."""
+        """``python -m hub ARGS`` as the instructor, with their Lab terminal's environment
+        and umask (``hub.spawner``)."""
         account = pwd.getpwnam(INSTRUCTOR)
         env = spawner.role_env(self.settings, instructor=True) | {
             "HOME": account.pw_dir, "USER": INSTRUCTOR, "LANG": "C.UTF-8",
         }  # fmt: skip
         cmd = ["runuser", "-u", INSTRUCTOR, "--", "env", "-i"]
         cmd += [f"{k}={v}" for k, v in env.items()] + ["python", "-m", "hub", *args]
-        proc = subprocess.run(cmd, cwd=self.settings.instructor, capture_output=True,
-                              text=True, timeout=timeout)  # fmt: skip
+        proc = subprocess.run(cmd, cwd=self.settings.instructor, capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=lambda: os.umask(0o007))  # fmt: skip
         assert proc.returncode == 0, f"python -m hub {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
         return proc
 
@@ -275,7 +276,7 @@ def test_servers_run_from_the_shared_environment_with_limits(hub):
     else:  # no cgroup allowed here: a memory rlimit per process
         size = s.memory_mb * 2**20
         assert re.search(rf"Max address space\s+{size}\s+{size}", rlimits), rlimits
-    assert "idle-culler@127.0.0.1" in hub.log_text(20000), "the idle culler never asked the hub"
+    assert "idle-culler@127.0.0.1" in hub.log_text(None), "the idle culler never asked the hub"
 
 
 def test_instructor_releases_to_the_exchange(hub):
@@ -337,7 +338,9 @@ def test_instructor_grades_with_the_course_grader(hub):
     autograded = sum(e.max_points for e in exercises(NB) if e.autograded)
     lost = next(e.max_points for e in exercises(NB) if e.grade_id == _wrong_answer()[0])
     assert _points(hub) == {RIGHT: autograded, WRONG: autograded - lost}
-    assert not (hub.settings.grading / "nbgrader" / "autograded").stat().st_mode & 0o007
+    gradebook = hub.settings.grading / "gradebook.db"
+    peek = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", gradebook], capture_output=True)
+    assert peek.returncode != 0 and b"Permission denied" in peek.stderr, "attendees read grades"
 
 
 def test_feedback_reaches_the_attendees(hub):
