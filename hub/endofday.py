@@ -46,13 +46,20 @@ def stop_hub(s: Settings, wait: float = 60) -> bool:
         return False
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _running(pid):
             return True
         time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)
     return True
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an exited hub whose parent has not reaped it yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def backup(s: Settings) -> Path:

@@ -2,13 +2,16 @@
 
 The checkout's ``.venv`` cannot serve the room: its interpreter may sit under a 0700 home
 (``/root/.pyenv``), and it holds ``grader/`` (the hidden checks) as an editable install. So
-``ROOT/env`` is a new venv of an interpreter every user can run, seeded with the packages
-``make setup`` already installed and tested (same pins, same Python minor version): files are
-hard-linked where the file system allows it (nothing ever writes them in place), copied
-elsewhere. The course's own editable install is left out; instead ``ROOT/course`` holds the
-student materials, built like the student bundle (``grader.bundle``: a fresh release, attnlib,
-data, from an allow-list and scanned for solutions), and a ``.pth`` file makes its ``attnlib``
-importable. Everything is owned by root and readable by all, writable by nobody else.
+``ROOT/env`` is a new venv of the very Python ``make setup`` used (copied to ``ROOT/python``
+when other users cannot run it where it is: another build of the same minor version is not
+the same, e.g. Debian's 3.11 breaks the packages' soupsieve), seeded with the packages
+``make setup`` already installed and tested: files are hard-linked where the file system
+allows it (nothing ever writes them in place), copied elsewhere. The course's own editable
+install is left out; instead ``ROOT/course`` holds the student materials, built like the
+student bundle (``grader.bundle``: a fresh release, attnlib, data, from an allow-list and
+scanned for solutions), and a ``.pth`` file makes its ``attnlib`` importable (and, for the
+instructors only, who alone can open it, their private copy of the course with the grader).
+Everything is owned by root and readable by all, writable by nobody else.
 """
 
 import hashlib
