@@ -90,11 +90,14 @@ def test_hand_entered_points_reach_totals(formgrader, page):
     score = page.locator(f"input.score#{WRITTEN.grade_id}")
     score.wait_for()
     score.fill(f"{WRITTEN.max_points:g}")
-    score.press("Tab")  # formgrader saves on change
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.score-saved')].some(e => e.offsetParent)",
-        timeout=STEP,
-    )
+    # formgrader saves on change; its "saved" tick shows for a second only, which a loaded
+    # machine can miss: wait for the save request's answer instead.
+    saving = "/formgrader/api/grade/"
+    with page.expect_response(
+        lambda r: saving in r.url and r.request.method == "PUT", timeout=STEP
+    ) as saved:
+        score.press("Tab")
+    assert saved.value.ok, f"formgrader did not save the points: HTTP {saved.value.status}"
     page.screenshot(path=SHOTS / "formgrader-3-points.png")
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
