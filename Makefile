@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SUBMISSIONS ?= submitted
 OUT ?= out
 
-.PHONY: setup lab test release grade data bench handouts bundle lint browser clean
+.PHONY: setup lab test release grade data bench handouts bundle lint browser sandbox clean
 
 $(STAMP): pyproject.toml attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,19 +25,19 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: setup
 	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR) notebooks
 
-test: setup browser
+test: setup browser sandbox
 	$(PY) -m pytest
 
 release: setup
 	$(PY) -m grader release
 
-grade: setup
+grade: setup sandbox
 	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)
 
 data: setup
 	$(PY) -m attnlib.shipped --retrain
 
-bench: setup browser
+bench: setup browser sandbox
 	$(PY) -m bench
 
 handouts: setup browser
@@ -54,6 +54,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Installing chromium (Debian package) for the browser test and PDF handouts..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+# Debian's bubblewrap, the OS sandbox every graded notebook runs in (installed once, as root).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "Installing bubblewrap (Debian package) for the grading sandbox..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
 
 clean:
 	rm -rf $(VENV) out handouts dist artifacts

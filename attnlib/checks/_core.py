@@ -1,6 +1,7 @@
 """The machinery every check module shares: calling the learner's function
 safely, comparing shapes and values, and reporting in one friendly line."""
 
+import inspect
 import numbers
 
 import numpy as np
@@ -76,12 +77,15 @@ _install_one_line_errors()
 
 
 def call(fn, *args, name=None, **kwargs):
-    """Call the learner's ``fn``; turn a stub or a crash into a clear CheckFailed."""
+    """Call the learner's ``fn``; turn a stub, a crash, or a change to its input arrays
+    (the caller's data would change) into a clear CheckFailed."""
     name = name or getattr(fn, "__name__", "your function")
     if not callable(fn):
         raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
+    given = [*args, *kwargs.values()]
+    before = {i: a.copy() for i, a in enumerate(given) if isinstance(a, np.ndarray)}
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except NotImplementedError:
         raise CheckFailed(
             f"`{name}` isn't written yet: replace `raise NotImplementedError()` with your code, "
@@ -91,6 +95,29 @@ def call(fn, *args, name=None, **kwargs):
         raise
     except Exception as err:  # the learner's bug: say what it was, briefly
         raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err}") from None
+    changed = [
+        i
+        for i, old in before.items()
+        if given[i].shape != old.shape
+        or given[i].dtype != old.dtype
+        or not np.array_equal(given[i], old, equal_nan=old.dtype.kind in "fc")
+    ]
+    if changed:
+        names = [f"argument {i + 1}" for i in range(len(args))] + list(kwargs)
+        try:  # name the parameters as the learner wrote them
+            kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds]
+            names[: min(len(args), len(params))] = params[: len(args)]
+        except (TypeError, ValueError):
+            pass
+        first = names[changed[0]]
+        raise CheckFailed(
+            f"`{name}` changed its input arrays in place "
+            f"({', '.join(f'`{names[i]}`' for i in changed)}): work on a copy "
+            f"(`{first + '.copy()' if first.isidentifier() else '.copy()'}`) or build new "
+            "arrays, so the caller's data stays as it was."
+        )
+    return result
 
 
 def as_array(out, name, what="the result"):
