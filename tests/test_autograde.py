@@ -117,7 +117,9 @@ def test_every_solution_scores_full_marks(graded, assignment):
             assert (row["points"], row["message"]) == (f"{ex.max_points:g}", ""), row
         else:
             assert (row["points"], row["message"]) == ("", "graded by hand"), row
-    assert not graded[4][("all_solutions", assignment)]["flags"]
+    result = graded[4][("all_solutions", assignment)]
+    assert not result["flags"]
+    assert not result["notes"], "the solution's own outputs were cut (figures over the cap?)"
 
 
 @pytest.mark.parametrize("assignment", assignments())
