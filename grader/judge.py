@@ -36,8 +36,16 @@ from grader.kernel.recorders import TAMPERED, signature
 EXCEEDED = "grading exceeded its limits"
 STARTUP_SECONDS = 300  # for the first judging process of a worker (its server imports torch)
 # What every judging process starts with (forked from a server that imported them once):
-# the judge, the hidden checks, and what the notebooks' trusted imports cells import.
-PRELOAD = ["grader.judge", "grader.hidden", "attnlib.checks", "matplotlib.pyplot", "torch"]
+# the judge, the hidden checks, and what the notebooks' trusted imports cells import; first,
+# what makes the server die with its worker.
+PRELOAD = [
+    "grader.judge_server",
+    "grader.judge",
+    "grader.hidden",
+    "attnlib.checks",
+    "matplotlib.pyplot",
+    "torch",
+]
 
 
 class NotChecked(BaseException):
