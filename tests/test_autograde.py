@@ -326,6 +326,7 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
     time.sleep(max(0.0, listener["ended"] + 6 - time.monotonic()))  # the leftover's delay
     assert "hacked" not in (out / "grades.csv").read_text()
     assert not (REPO_ROOT / "escape-native.txt").exists()
+    assert not (REPO_ROOT / "grades.csv").exists(), "write_gradebook wrote into the repository"
     assert not (subs / "honest" / "escape.txt").exists()
     assert listener["connections"] == []
     if os.geteuid() == 0:
