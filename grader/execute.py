@@ -27,7 +27,7 @@ from time import monotonic
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, List
 
@@ -216,7 +216,9 @@ class SandboxedExecute(Execute):
                         if idx in plan.state_cells:
                             replay.append(idx)
             except (DeadKernelError, _Stuck, RuntimeError, TimeoutError) as err:
-                died = not isinstance(err, _Stuck)
+                # nbgrader's Execute raises CellTimeoutError when the kernel stays busy past
+                # the cell's limit (nothing interrupts it): a timeout, not a crash.
+                died = not isinstance(err, (_Stuck, CellTimeoutError))
                 if current is not None and current in replay:  # failed on replay this time
                     replay.remove(current)
                     status[current] = {"status": "died" if died else "timeout"}
