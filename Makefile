@@ -9,7 +9,7 @@ SUBMISSIONS ?= submitted
 OUT ?= out
 
 .PHONY: setup lab update reset test release grade formgrader totals export data bench handouts \
-	bundle lint browser clean hub-setup hub hub-end
+	bundle lint browser sandbox clean hub-setup hub hub-end
 
 $(STAMP): pyproject.toml attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -30,13 +30,13 @@ update: setup
 reset: setup
 	$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)
 
-test: setup browser hub-setup
+test: setup browser sandbox hub-setup
 	$(PY) -m pytest
 
 release: setup
 	$(PY) -m grader release
 
-grade: setup
+grade: setup sandbox
 	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)
 
 formgrader: setup
@@ -51,7 +51,7 @@ export: setup
 data: setup
 	$(PY) -m attnlib.shipped --retrain
 
-bench: setup browser
+bench: setup browser sandbox
 	$(PY) -m bench
 
 handouts: setup browser
@@ -68,6 +68,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Installing chromium (Debian package) for the browser test and PDF handouts..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+# Debian's bubblewrap, the OS sandbox every graded notebook runs in (installed once, as root).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "Installing bubblewrap (Debian package) for the grading sandbox..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
 
 # The workshop server (README "Workshop server"): JupyterHub for a room, as root.
 HUB_STAMP := $(VENV)/.hub-installed
@@ -92,7 +98,7 @@ hub-setup: $(HUB_STAMP) $(CHP)
 	@command -v patchelf >/dev/null 2>&1 || { echo "Installing patchelf (Debian)..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf >/dev/null; }
 
-hub: setup hub-setup
+hub: setup sandbox hub-setup
 	$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)
 
 hub-end: setup hub-setup

@@ -14,8 +14,15 @@ c.CourseDirectory.release_directory = "notebooks"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# Per-cell time limit when validating or grading.
-c.Execute.timeout = 120
+# The course grader's settings (read by grader/settings.py; see `GraderSettings` there for
+# every name). Command-line options of `python -m grader autograde` override them.
+c.GraderSettings.cell_timeout = 30  # s per cell when grading
+c.GraderSettings.notebook_timeout = 300  # s per notebook when grading
+c.GraderSettings.memory_mb = 3072  # address space of one student's kernel
+c.GraderSettings.validate_timeout = 120  # s per cell for Validate and the handouts
+
+# Validate (nbgrader's Execute) takes its per-cell limit from the same section.
+c.Execute.timeout = c.GraderSettings.validate_timeout
 
 # `nbgrader validate` cuts every line at Validator.width - 3 characters (default 90): wide
 # enough for the longest message a check gives (tests/test_validate.py measures them).

@@ -1,31 +1,39 @@
 """`python -m grader autograde SUBMISSIONS --out OUT`: grade a class, fairly and in parallel.
 
 SUBMISSIONS holds one folder (or zip) per student, named by student id, with the notebooks
-under their released names (see ``grader.intake`` for what else is accepted). For every
-student and notebook, a worker process (one per core):
+under their released names (see ``grader.intake`` for what else is accepted). The trusted
+release is built from ``solutions/`` (``grader.trusted``). For every student and notebook, a
+worker process (one per core) runs ``grader.job.grade``, a pure function from the job (the
+submission's bytes, the trusted facts, the settings) to a result:
 
-1. rebuilds the notebook from the trusted release, taking only answer-cell sources from the
-   submission (``grader.rebuild``) and flags edits to anything else;
+1. reads the submission and rebuilds the notebook from the trusted release, taking only
+   answer-cell sources from it (``grader.rebuild``), flagging edits to anything else;
 2. scans the answers for suspicious code, to flag for a human (``grader.scan``);
-3. runs it in a sandboxed kernel in a folder holding only that submission, with time and
-   memory limits, surviving crashes cell by cell (``grader.execute``, ``grader.sandbox_kernel``);
-4. judges every test cell OUTSIDE the kernel from the recorded results (``grader.judge``).
+3. runs it in a fresh OS sandbox per kernel (``grader.sandbox``, ``grader.execute``,
+   ``grader.kernel``), with time, memory, process and file limits, surviving crashes cell by
+   cell, with the kernel's records and logs streamed out as they happen (``grader.stream``);
+4. judges every test cell OUTSIDE the kernel, in a bounded process (``grader.judge``).
 
-The main process is the only writer of the nbgrader gradebook (``OUT/gradebook.db``; course
-folder ``OUT/nbgrader`` for formgrader) and writes ``OUT/grades.csv``, ``OUT/totals.csv``,
-``OUT/feedback/`` and ``OUT/report/`` (``grader.report``). Finished notebooks are kept in
-``OUT/work/results``: rerunning after an interruption regrades only what is missing, and the
-results are the same on every rerun (hidden inputs are seeded from the student and notebook;
-``--seed`` or ``ATTN_GRADER_SEED`` changes them for everyone). Nothing outside OUT changes.
+The main process writes everything in OUT: the nbgrader gradebook (``OUT/gradebook.db``;
+course folder ``OUT/nbgrader`` for formgrader, with the autograded notebooks),
+``OUT/grades.csv``, ``OUT/totals.csv``, ``OUT/feedback/`` and ``OUT/report/``
+(``grader.report``). Finished notebooks are kept in ``OUT/work/results`` as they arrive:
+SIGTERM or Ctrl-C stop the run cleanly (workers and sandboxes included), and rerunning
+resumes, regrading only what is missing; a killed grader takes its workers and kernels with
+it (parent-death signals). Results are the same on every rerun (hidden inputs are seeded
+from the student and notebook; ``--seed`` changes them for everyone). Settings come from
+``nbgrader_config.py`` (``c.GraderSettings``, see ``grader.settings``); options override them.
 """
 
 import json
+import multiprocessing
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
 from pathlib import Path
 from time import monotonic
 
@@ -34,6 +42,9 @@ from grader.cli import UserError
 
 
 def add_arguments(parser):
+    from grader.settings import GraderSettings
+
+    defaults = GraderSettings()  # option help shows the built-in defaults
     parser.add_argument("submissions", type=Path, help="folder with one folder or zip per student")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument(
@@ -43,20 +54,31 @@ def add_arguments(parser):
         help="grade only these notebooks (default: every course notebook that "
         "at least one student submitted)",
     )
+    options = [
+        ("--jobs", "workers", int, "parallel workers (0: one per core)"),
+        ("--cell-timeout", "cell_timeout", int, "seconds per cell"),
+        ("--notebook-timeout", "notebook_timeout", int, "seconds per notebook"),
+        ("--memory-mb", "memory_mb", int, "memory cap per kernel"),
+        ("--judge-seconds", "judge_seconds", float, "time limit of judging one notebook"),
+        ("--judge-memory-mb", "judge_memory_mb", int, "memory limit of judging one notebook"),
+        ("--seed", "seed", int, "seed of the hidden inputs (default: ATTN_GRADER_SEED or 0)"),
+    ]
+    for flag, name, kind, text in options:
+        parser.add_argument(
+            flag,
+            dest=name,
+            type=kind,
+            default=None,
+            help=f"{text} (nbgrader_config.py: c.GraderSettings.{name}; default "
+            f"{getattr(defaults, name)})",
+        )
     parser.add_argument(
-        "--jobs",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="parallel workers (default: all cores)",
-    )
-    parser.add_argument("--cell-timeout", type=int, default=30, help="seconds per cell")
-    parser.add_argument("--notebook-timeout", type=int, default=300, help="seconds per notebook")
-    parser.add_argument("--memory-mb", type=int, default=3072, help="memory cap per kernel")
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=int(os.environ.get("ATTN_GRADER_SEED", 0)),
-        help="seed of the hidden inputs (default: ATTN_GRADER_SEED or 0)",
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_const",
+        const=False,
+        default=None,
+        help="run kernels without the OS sandbox: for trusted submissions only",
     )
     parser.add_argument(
         "--fresh",
@@ -64,6 +86,36 @@ def add_arguments(parser):
         help="regrade everything instead of resuming from OUT/work/results",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+SETTING_OPTIONS = (
+    "workers",
+    "cell_timeout",
+    "notebook_timeout",
+    "memory_mb",
+    "judge_seconds",
+    "judge_memory_mb",
+    "seed",
+    "sandbox",
+)
+
+
+def _settings(args):
+    from grader import sandbox
+    from grader.settings import load
+
+    settings = load({name: getattr(args, name) for name in SETTING_OPTIONS})
+    for name in ("cell_timeout", "notebook_timeout", "memory_mb", "judge_seconds"):
+        if getattr(settings, name) <= 0:
+            raise UserError(f"--{name.replace('_', '-')} must be positive")
+    if settings.workers < 0:
+        raise UserError("--jobs must be 0 (one per core) or more")
+    if settings.sandbox:
+        try:
+            sandbox.check()
+        except sandbox.Unavailable as err:
+            raise UserError(str(err)) from None
+    return settings
 
 
 def _check_paths(args) -> tuple[Path, Path]:
@@ -74,9 +126,6 @@ def _check_paths(args) -> tuple[Path, Path]:
         raise UserError(f"--out {args.out} exists and is not a folder")
     if out in subs.parents:
         raise UserError("the submissions folder must not be inside --out")
-    for name in (args.cell_timeout, args.notebook_timeout, args.jobs):
-        if name < 1:
-            raise UserError("--jobs, --cell-timeout and --notebook-timeout must be at least 1")
     return subs, out
 
 
@@ -84,30 +133,11 @@ def _answer_ids() -> dict:
     return {a: {e.grade_id for e in course.exercises(a)} for a in course.assignments()}
 
 
-def _check_release(assignments: list[str]) -> None:
-    import nbformat
-
-    for a in assignments:
-        path = course.release_path(a)
-        if not path.is_file():
-            raise UserError(f"{path} is missing: run `make release` first")
-        ids = {
-            c.metadata.get("nbgrader", {}).get("grade_id")
-            for c in nbformat.read(path, as_version=4).cells
-        }
-        wanted = {e.grade_id for e in course.exercises(a)}
-        wanted |= {t for e in course.exercises(a) for t in e.test_ids}
-        if not wanted <= ids:
-            raise UserError(
-                f"{path} is out of date with solutions/ (missing "
-                f"{sorted(wanted - ids)[0]}): run `make release`"
-            )
-
-
 def _choose(args, students) -> list[str]:
     known = course.assignments()
     if args.notebooks:
         names = [n.removesuffix(".ipynb") for n in args.notebooks]
+        names = [course.FORMER_NAMES.get(n, n) for n in names]
         unknown = [n for n in names if n not in known]
         if unknown:
             raise UserError(f"unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}")
@@ -122,10 +152,10 @@ def _choose(args, students) -> list[str]:
     return chosen
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 
@@ -136,6 +166,30 @@ def _load_json(path: Path) -> dict | None:
         return None
 
 
+def _worker_init() -> None:
+    """In each worker: die with the main process; leave Ctrl-C to the main process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the main process died before we could ask
+            os._exit(1)
+
+
+def _stop_workers(pool) -> None:
+    """Stop every worker now (their kernels and sandboxes die with them)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = multiprocessing.active_children()
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+
+
 def _run_pool(todo, jobs: int, on_result, progress) -> None:
     """Grade ``todo`` in worker processes; a crashed pool is rebuilt and the rest retried."""
     from grader.job import grade, missing_result
@@ -143,26 +197,27 @@ def _run_pool(todo, jobs: int, on_result, progress) -> None:
     attempts = {id(j): 0 for j in todo}
     while todo:
         remaining = []
-        with ProcessPoolExecutor(
-            max_workers=min(jobs, len(todo)), mp_context=get_context("spawn")
-        ) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(todo)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init,
+        )
+        try:
             futures = {pool.submit(grade, job): job for job in todo}
-            try:
-                for future in as_completed(futures):
-                    job = futures[future]
-                    try:
-                        result = future.result()
-                    except BrokenProcessPool:
-                        attempts[id(job)] += 1
-                        remaining.append(job)
-                        continue
-                    on_result(job, result)
-                    progress.update(1)
-            except KeyboardInterrupt:
-                pool.shutdown(wait=False, cancel_futures=True)
-                for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()  # their kernels exit with them (parent polling)
-                raise
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    attempts[id(job)] += 1
+                    remaining.append(job)
+                    continue
+                on_result(job, result)
+                progress.update(1)
+        except BaseException:
+            _stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
         todo = []
         for job in remaining:
             if attempts[id(job)] >= 3:
@@ -180,23 +235,8 @@ def _run_pool(todo, jobs: int, on_result, progress) -> None:
                 todo.append(job)
 
 
-def run(args) -> int:
-    from tqdm import tqdm
-
-    from grader import gradebook, intake
-    from grader.job import Job, job_key
-
-    start = monotonic()
-    subs, out = _check_paths(args)
-    if args.notebooks:
-        _choose(args, [])  # unknown names fail before anything is written
-    out.mkdir(parents=True, exist_ok=True)
-    # Kernel connection files go in OUT too, so nothing outside OUT changes.
-    os.environ["JUPYTER_RUNTIME_DIR"] = str(out / "work" / "runtime")
-    students, ignored = intake.collect(subs, course.assignments(), _answer_ids(), out / "work")
-    assignments = _choose(args, students)
-    _check_release(assignments)
-    gradebook.prepare(out, assignments)
+def _jobs(students, assignments, trusted, settings) -> list:
+    from grader.job import Job
 
     jobs = []
     for sub in students:
@@ -209,17 +249,36 @@ def run(args) -> int:
                 Job(
                     sub.student,
                     a,
-                    str(path) if path else None,
-                    str(out),
-                    args.seed,
-                    args.cell_timeout,
-                    args.notebook_timeout,
-                    args.memory_mb,
+                    path.read_bytes() if path else None,
+                    trusted[a],
+                    settings.snapshot(),
                     tuple(notes),
+                    path.name if path else "",
                 )
             )
+    return jobs
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from grader import gradebook, intake, trusted
+    from grader.job import grade, job_key
+
+    start = monotonic()
+    settings = _settings(args)
+    subs, out = _check_paths(args)
+    if args.notebooks:
+        _choose(args, [])  # unknown names fail before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    students, ignored = intake.collect(subs, course.assignments(), _answer_ids(), out / "work")
+    assignments = _choose(args, students)
+    models = trusted.models(assignments, settings.release_cache)
+    gradebook.prepare(out, {a: m.release for a, m in models.items()})
+    jobs = _jobs(students, assignments, models, settings)
 
     results_dir = out / "work" / "results"
+    autograded_dir = out / "nbgrader" / "autograded"
     results: dict[tuple, dict] = {}
     todo = []
     for job in jobs:
@@ -231,13 +290,24 @@ def run(args) -> int:
             todo.append(job)
     reused = len(results)
 
-    def on_result(job, result):
+    def on_result(job, result):  # the only writer of OUT while the workers run
+        notebook = result.pop("autograded", None)
+        if notebook is not None:
+            _write_text(
+                autograded_dir / job.student / job.notebook / f"{job.notebook}.ipynb", notebook
+            )
         results[(job.student, job.notebook)] = result
-        _write_json(results_dir / job.student / f"{job.notebook}.json", result)
+        _write_text(
+            results_dir / job.student / f"{job.notebook}.json",
+            json.dumps(result, indent=1, sort_keys=True),
+        )
 
+    for job in [j for j in todo if j.submission is None]:  # nothing to run: no worker needed
+        todo.remove(job)
+        on_result(job, grade(job))
     progress = tqdm(
         total=len(jobs),
-        initial=reused,
+        initial=len(results),
         desc="grading",
         unit="notebook",
         disable=True if args.quiet else None,
@@ -247,9 +317,11 @@ def run(args) -> int:
     def stop(signum, frame):  # `kill` and Ctrl-C both stop cleanly, keeping finished work
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, stop)
+    previous_term = signal.signal(signal.SIGTERM, stop)
+    scratch = tempfile.mkdtemp(prefix="attn-grade-")
+    os.environ["TMPDIR"] = scratch  # the workers' private folders, removed below
     try:
-        _run_pool(todo, args.jobs, on_result, progress)
+        _run_pool(todo, settings.jobs, on_result, progress)
     except KeyboardInterrupt:
         progress.close()
         print(
@@ -258,6 +330,9 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        shutil.rmtree(scratch, ignore_errors=True)
     progress.close()
 
     manual = {}
@@ -271,13 +346,15 @@ def run(args) -> int:
     report.write_feedback(out, grade_rows, ordered)
     report.write_class_report(out, grade_rows, total_rows, ordered, ignored)
 
-    times = [r["timings"].get("total", 0) for r in ordered if r["timings"].get("execute")]
+    times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
     flagged = sorted({r["student"] for r in ordered if r.get("flags")})
     print(
         f"graded {len(jobs)} notebooks of {len(students)} students in "
-        f"{monotonic() - start:.1f} s with {args.jobs} workers ({reused} reused from an "
+        f"{monotonic() - start:.1f} s with {settings.jobs} workers ({reused} reused from an "
         f"earlier run)" + (f"; {sum(times) / len(times):.1f} s per notebook" if times else "")
     )
+    if not settings.sandbox:
+        print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")
     print(f"wrote {out / 'grades.csv'}, totals.csv, feedback/, report/index.html")
     if flagged:
         print(f"flagged for review: {', '.join(flagged)} (reasons in report/index.html)")

@@ -1,126 +1,92 @@
 """Run one rebuilt notebook in a sandboxed kernel, cell by cell, surviving what students do.
 
-``SandboxedExecute`` is nbgrader's ``Execute`` preprocessor (so ``c.Execute.timeout`` and the
-other nbclient settings still apply) with its own cell loop:
+``SandboxedExecute`` is nbgrader's ``Execute`` preprocessor (so the nbclient settings still
+apply) with its own cell loop:
 
-- a per-cell time limit and a per-notebook deadline;
+- every kernel start is a fresh sandbox (``grader.sandbox``) running ``python -m
+  grader.kernel``, reached over Jupyter's IPC transport (Unix sockets in a folder bound into
+  the sandbox: TCP does not cross its network namespace), with its stream to the grader
+  (``grader.stream``) accepted before any student code runs;
+- a per-cell time limit and a per-notebook deadline (a cell over it is not interrupted: its
+  kernel is replaced, as after a crash);
 - a kernel that dies (``os._exit``, out of memory, CPU limit) or will not stop after a
   timeout is restarted, the cells that defined state so far are replayed, the bad cell is
   skipped, and grading goes on: one bad cell costs only what depends on it;
+- after each test cell, its end-of-cell marker must arrive on the stream (else: tampered);
 - output floods are cut at ``max_output_chars`` per cell while they arrive;
-- the kernel is ``grader.sandbox_kernel`` (limits + audit hook), started in a folder that
-  holds only this submission, with a clean environment.
+- after each kernel, no process of the sandbox's uid may be left.
 """
 
 import json
 import os
 import sys
-import sysconfig
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from time import monotonic
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import Integer, List
 
-from grader.course import REPO_ROOT
-from grader.hidden import shortcuts
+from grader import sandbox
+from grader.stream import KernelStream, Windows
 
 TIMEOUT_ENAME = "GraderCellTimeout"
+KERNEL = [sys.executable, "-m", "grader.kernel", "-f", "{connection_file}"]
 
 
 class SandboxKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel is ``python -m grader.sandbox_kernel``."""
+    """jupyter_client's manager for one kernel started by ``command`` (the sandbox's)."""
+
+    command = List(help="The kernel's full command line ({connection_file} is filled in).")
+    owner_uid = Integer(None, allow_none=True, help="The sandbox's uid, owner of its files.")
 
     @property
     def kernel_spec(self):
         return KernelSpec(
-            argv=[sys.executable, "-m", "grader.sandbox_kernel", "-f", "{connection_file}"],
+            argv=list(self.command),
             display_name="Python 3 (grading sandbox)",
             language="python",
             env={},
         )
 
+    async def interrupt_kernel(self):
+        """No interrupt: a cell past its limit gets its kernel stopped and a fresh one (the
+        signal would reach the sandbox's bwrap, not the kernel, and kill it at some point
+        meanwhile, so the cell would look crashed or timed out by chance)."""
 
-def read_roots() -> list[str]:
-    """What a student's kernel may read: Python, the libraries, the helper package, data."""
-    roots = {
-        sys.prefix,
-        sys.base_prefix + "/lib",
-        sysconfig.get_paths()["stdlib"],
-        sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"],
-        str(Path(sys.executable).resolve().parent.parent / "lib"),
-        str(REPO_ROOT / "attnlib"),
-        str(Path(__file__).with_name("sandbox_kernel.py")),
-        str(REPO_ROOT / "data"),
-        str(REPO_ROOT / "notebooks"),
-        "/usr/lib",
-        "/usr/share",
-        "/lib",
-        "/lib64",
-        "/etc",
-        "/dev/null",
-        "/dev/urandom",
-        "/proc/self",
-        "/proc/cpuinfo",
-        "/proc/meminfo",
-        "/proc/stat",
-        "/sys/devices/system/cpu",
-        "/sys/fs/cgroup",
-    }
-    return sorted(roots)
+    def write_connection_file(self, **kwargs):
+        super().write_connection_file(**kwargs)
+        if self.owner_uid is not None:  # the kernel runs as the sandbox's uid and reads it
+            os.chown(self.connection_file, self.owner_uid, self.owner_uid)
 
 
-def kernel_env(sandbox: Path, private: Path, *, seed: int, memory_mb: int, cpu_seconds: int):
-    """A clean environment for the kernel: no secrets, one thread, everything in ``sandbox``."""
-    for sub in ("tmp", ".ipython", ".mpl"):
-        (sandbox / sub).mkdir(parents=True, exist_ok=True)
-    try:  # reuse matplotlib's font cache so each kernel does not rebuild it
-        import matplotlib
+@dataclass
+class Plan:
+    """What one notebook run needs besides the notebook."""
 
-        for font_cache in Path(matplotlib.get_cachedir()).glob("fontlist-*.json"):
-            (sandbox / ".mpl" / font_cache.name).write_bytes(font_cache.read_bytes())
-    except Exception:  # noqa: BLE001 (only a speed-up)
-        pass
-    config = {
-        "read": read_roots(),
-        "libraries": sorted({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}),
-        "write": [str(sandbox)],
-        "log": str(private / "sandbox.log"),
-        "memory_bytes": memory_mb * 2**20 if memory_mb else None,
-        "cpu_seconds": cpu_seconds,
-        "fsize_bytes": 256 * 2**20,
-        "seed": seed,
-        "shortcuts": shortcuts(),
-    }
-    env = {
-        "PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin",
-        "HOME": str(sandbox),
-        "TMPDIR": str(sandbox / "tmp"),
-        "IPYTHONDIR": str(sandbox / ".ipython"),
-        "MPLCONFIGDIR": str(sandbox / ".mpl"),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONWARNINGS": "default",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "ATTN_DATA_DIR": str(REPO_ROOT / "data"),
-        "ATTN_SANDBOX": json.dumps(config),
-    }
-    if "VIRTUAL_ENV" in os.environ:
-        env["VIRTUAL_ENV"] = os.environ["VIRTUAL_ENV"]
-    return env
+    scratch: str  # the kernel's working folder (a tmpfs in the sandbox)
+    cwd: str  # where the sandbox (or the unsandboxed kernel) is started, on this machine
+    job_dir: str  # private to the worker: IPC folders, the kernel's stderr
+    env: dict
+    kernel_settings: dict  # for grader.kernel.boot (ATTN_KERNEL), without the stream path
+    state_cells: set
+    windows: Windows
+    cell_windows: dict  # {cell index: Window}
+    files: dict = field(default_factory=dict)  # {path in scratch: host file}, read-only
+    folders: list = field(default_factory=list)  # writable folders made in scratch
+    sandboxed: bool = True
+    uid: int | None = None
+    scratch_mb: int = 512
+    grace: float = 10.0
+    trusted_timeout: int = 120  # the per-cell limit of the trusted imports cell
 
 
 class SandboxedExecute(Execute):
-    """nbgrader's Execute with a fault-tolerant, deadline-aware cell loop."""
+    """nbgrader's Execute with a fault-tolerant, deadline-aware, sandboxed cell loop."""
 
     notebook_timeout = Integer(300, help="Seconds for the whole notebook.").tag(config=True)
     max_output_chars = Integer(100_000, help="Output kept per cell.").tag(config=True)
@@ -132,47 +98,106 @@ class SandboxedExecute(Execute):
         super().__init__(**kwargs)
         self.error_on_timeout = {"ename": TIMEOUT_ENAME, "evalue": "", "traceback": []}
         self.record_timing = False
+        self.shutdown_kernel = "immediate"
+        self.leftovers = 0
+        self.kernel_starts = 0
 
     # -- output flood control
     def output(self, outs, msg, display_id, cell_index):
-        used = self._chars.get(cell_index, 0)
+        """Keep a cell's outputs up to the cap. A replay (after a restart) is capped apart:
+        its outputs are thrown away, so they neither count for the cell nor flag a flood."""
+        key = (cell_index, self.replaying)
+        used = self._chars.get(key, 0)
         content = msg.get("content", {})
         size = len(str(content.get("text", ""))) + len(json.dumps(content.get("data", {})))
         if used + size > self.max_output_chars:
-            if cell_index not in self.flooded:
+            if not self.replaying:
                 self.flooded.add(cell_index)
-                self._chars[cell_index] = self.max_output_chars
+            self._chars[key] = self.max_output_chars
             return None
-        self._chars[cell_index] = used + size
+        self._chars[key] = used + size
         return super().output(outs, msg, display_id, cell_index)
 
-    # -- the cell loop
-    def run(self, nb, cwd: Path, env: dict, state_cells: set[int], stderr=None) -> dict[int, dict]:
-        """Execute ``nb`` in place; return {cell index: status}. ``state_cells`` are replayed
-        after a restart (cells that define the learner's names)."""
-        self.nb = nb
-        self._chars: dict[int, int] = {}
-        self.flooded: set[int] = set()
-        deadline = monotonic() + self.notebook_timeout
-        self.timeout_func = lambda cell: max(
-            1, int(min(self.timeout or 1e9, deadline - monotonic()))
+    # -- one kernel
+    def _kernel(self, plan: Plan):
+        """A fresh kernel manager and its stream, in a new IPC folder."""
+        ipc = tempfile.mkdtemp(prefix="ipc-", dir=plan.job_dir)
+        if plan.uid is not None:
+            os.chown(ipc, plan.uid, plan.uid)
+        stream = KernelStream(ipc, plan.windows, plan.uid)
+        settings = {**plan.kernel_settings, "stream": stream.path}
+        if plan.sandboxed:
+            command = sandbox.command(
+                KERNEL,
+                scratch=plan.scratch,
+                ipc=ipc,
+                files=plan.files,
+                folders=plan.folders,
+                uid=plan.uid,
+                scratch_mb=plan.scratch_mb,
+            )
+        else:
+            command = KERNEL
+        self.km = SandboxKernelManager(
+            command=command,
+            owner_uid=plan.uid,
+            transport="ipc",
+            connection_file=os.path.join(ipc, "kernel.json"),
+            kernel_name="python3",
         )
+        self.kernel_starts += 1
+        self.ipc = ipc
+        return stream, {**plan.env, "ATTN_KERNEL": json.dumps(settings)}
+
+    def _after_test_cell(self, plan: Plan, stream, idx: int, state: dict) -> None:
+        window = plan.cell_windows.get(idx)
+        if window is None or state["status"] not in ("ok", "error"):
+            return
+        if not plan.windows.wait_end(window, stream, plan.grace):
+            plan.windows.tamper(
+                f"test cell `{window.test_id}` finished but left no record: its end-of-cell "
+                "marker never reached the grader (the kernel's stream was cut or the cell "
+                "was changed at run time)"
+            )
+
+    # -- the cell loop
+    def run(self, nb, plan: Plan, stderr=None) -> dict[int, dict]:
+        """Execute ``nb`` in place; return {cell index: status}. ``plan.state_cells`` are
+        replayed after a restart (cells that define the learner's names)."""
+        self.nb = nb
+        self._chars: dict[tuple, int] = {}
+        self.flooded: set[int] = set()
+        self.replaying = False
+        deadline = monotonic() + self.notebook_timeout
+
+        def timeout(
+            cell,
+        ):  # the imports cell is trusted code: a slow machine is not the learner's fault
+            trusted = cell.metadata.get("nbgrader", {}).get("grade_id") == "imports"
+            limit = max(self.timeout or 1, plan.trusted_timeout) if trusted else self.timeout
+            return max(1, int(min(limit or 1e9, deadline - monotonic())))
+
+        self.timeout_func = timeout
         status: dict[int, dict] = {}
         pending = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
         replay: list[int] = []
         restarts = 0
         while pending:
             current = None
+            stream, env = self._kernel(plan)
             try:
-                self.km = None
-                with self.setup_kernel(cwd=str(cwd), env=env, stderr=stderr):
+                with self.setup_kernel(cwd=plan.cwd, env=env, stderr=stderr):
+                    sandbox.seal(self.ipc, plan.uid)
+                    self.replaying = True
                     for idx in list(replay):
                         current = idx
                         cell = nb.cells[idx].copy()
                         cell.outputs = []
+                        self._chars.pop((idx, True), None)
                         self.execute_cell(cell, idx, store_history=False)
                         if _timed_out(cell):
                             raise _Stuck(idx)
+                    self.replaying = False
                     current = None
                     while pending:
                         idx = current = pending[0]
@@ -187,10 +212,13 @@ class SandboxedExecute(Execute):
                         pending.pop(0)
                         if status[idx]["status"] == "timeout":
                             raise _Stuck(idx)
-                        if idx in state_cells:
+                        self._after_test_cell(plan, stream, idx, status[idx])
+                        if idx in plan.state_cells:
                             replay.append(idx)
             except (DeadKernelError, _Stuck, RuntimeError, TimeoutError) as err:
-                died = not isinstance(err, _Stuck)
+                # nbgrader's Execute raises CellTimeoutError when the kernel stays busy past
+                # the cell's limit (nothing interrupts it): a timeout, not a crash.
+                died = not isinstance(err, (_Stuck, CellTimeoutError))
                 if current is not None and current in replay:  # failed on replay this time
                     replay.remove(current)
                     status[current] = {"status": "died" if died else "timeout"}
@@ -206,6 +234,12 @@ class SandboxedExecute(Execute):
                     for rest in pending:
                         status[rest] = {"status": "not-run", "evalue": "too many kernel restarts"}
                     pending = []
+            finally:
+                self.replaying = False
+                self.km = None
+                self.kc = None
+                stream.close()
+                self.leftovers += sandbox.kill_leftovers(plan.uid)
         for idx in self.flooded:
             status.setdefault(idx, {"status": "not-run"})["flooded"] = True
         return status
@@ -234,3 +268,13 @@ def _status(cell, seconds: float) -> dict:
                 "seconds": round(seconds, 3),
             }
     return {"status": "ok", "seconds": round(seconds, 3)}
+
+
+def font_cache() -> dict:
+    """{file name: host path} of matplotlib's font cache, so kernels do not rebuild it."""
+    try:
+        import matplotlib
+
+        return {p.name: str(p) for p in Path(matplotlib.get_cachedir()).glob("fontlist-*.json")}
+    except Exception:  # noqa: BLE001 (only a speed-up)
+        return {}

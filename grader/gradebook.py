@@ -1,6 +1,7 @@
 """The nbgrader gradebook in OUT, written by one process only (the CLI's main process).
 
-Assignments are recorded from the *release* notebooks with nbgrader's own ``SaveCells``
+Assignments are recorded from the trusted *release* notebooks (built from ``solutions/``,
+see ``grader.trusted``) with nbgrader's own ``SaveCells``
 (so the database never holds hidden test sources), and each graded notebook with nbgrader's
 ``SaveAutoGrades``, which keeps any manual score an instructor already gave in formgrader.
 ``OUT/nbgrader/nbgrader_config.py`` points formgrader at this course folder and database:
@@ -13,11 +14,10 @@ import warnings
 from pathlib import Path
 
 import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 
 from grader.cli import UserError
-from grader.course import release_path
 
 COURSE_ID = "attention-step-by-step"
 
@@ -41,8 +41,9 @@ def _resources(out: Path, assignment: str, student: str | None = None) -> dict:
     return {"nbgrader": info}
 
 
-def prepare(out: Path, assignments: list[str]) -> None:
-    """Create the course folder, its config, and the assignments in the gradebook."""
+def prepare(out: Path, releases: dict) -> None:
+    """Create the course folder, its config, and the assignments in the gradebook
+    (``releases``: {assignment: its trusted release notebook as JSON})."""
     course = out / "nbgrader"
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(
@@ -52,10 +53,10 @@ def prepare(out: Path, assignments: list[str]) -> None:
         f"c.CourseDirectory.db_url = {db_url(out)!r}\n"
     )
     with Gradebook(db_url(out), COURSE_ID) as gb:
-        for assignment in assignments:
+        for assignment in releases:
             gb.update_or_create_assignment(assignment)
-    for assignment in assignments:
-        nb = nbformat.read(release_path(assignment), as_version=4)
+    for assignment, text in releases.items():
+        nb = nbformat.reads(text, as_version=4)
         try:
             SaveCells().preprocess(nb, _resources(out, assignment))
         except RuntimeError as err:
@@ -86,16 +87,3 @@ def save(out: Path, result: dict) -> dict:
             if grade.cell.cell_type == "markdown" and grade.manual_score is not None:
                 manual[grade.name] = float(grade.manual_score)
     return manual
-
-
-def manual_scores(out: Path, student: str, assignment: str) -> dict:
-    try:
-        with Gradebook(db_url(out), COURSE_ID) as gb:
-            nb = gb.find_submission_notebook(assignment, assignment, student)
-            return {
-                g.name: float(g.manual_score)
-                for g in nb.grades
-                if g.cell.cell_type == "markdown" and g.manual_score is not None
-            }
-    except MissingEntry:
-        return {}

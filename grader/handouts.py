@@ -28,13 +28,13 @@ import nbformat
 
 from grader.cli import UserError
 from grader.course import REPO_ROOT, assignments, release_path, source_path
+from grader.settings import load
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
-CELL_TIMEOUT = 120  # s, as nbgrader_config.py's Execute.timeout
 MIN_LEAK = 12  # characters (spaces ignored): shorter solution lines are too generic to flag
 MATH = re.compile(r"(?<![\\$])(\$\$?)(?!\s)(.+?)(?<![\\\s])\1", re.S)
 NEEDS_YOUR_CODE = "(This cell needs your code: its output appears when you run it.)\n"
@@ -90,7 +90,7 @@ def _execute(path: Path, allow_errors: bool):
         work = Path(scratch) / path.parent.name
         shutil.copytree(path.parent, work)
         client = NotebookClient(
-            nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=allow_errors,
+            nb, timeout=load().validate_timeout, kernel_name="python3", allow_errors=allow_errors,
             resources={"metadata": {"path": str(work)}},
         )  # fmt: skip
         client.execute()

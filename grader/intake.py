@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.cli import UserError
+from grader.course import FORMER_NAMES
 
 MAX_ZIP_BYTES = 200 * 2**20
 MAX_ZIP_FILES = 2000
@@ -108,6 +109,16 @@ def collect_student(
         for a in assignments:
             if path.name == f"{a}.ipynb":
                 candidates[a].append((0, "", path))
+                matched = True
+            elif FORMER_NAMES.get(path.stem) == a and path.suffix == ".ipynb":
+                candidates[a].append(
+                    (
+                        0,
+                        f"submitted as `{rel}`, this notebook's name before it was renamed "
+                        f"{a}: graded as {a}",
+                        path,
+                    )
+                )
                 matched = True
             elif path.suffix.lower() == ".ipynb" and _norm(a) in stem:
                 candidates[a].append((1, f"submitted as `{rel}`", path))

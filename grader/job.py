@@ -1,42 +1,77 @@
-"""Grade one student's notebook: read, rebuild, scan, run sandboxed, judge outside.
+"""Grade one student's notebook: ``grade(job)`` is a pure function.
 
-``grade(job)`` runs in a worker process and returns a JSON-able result; it never raises for
-anything a submission can do (a grader bug becomes a "grader error" result, flagged).
+Its input is a :class:`Job` (the submission's bytes, the trusted facts about the notebook
+and the settings, all plain data); its output the result dict, which also holds the
+autograded notebook as JSON. It writes nothing anywhere but a private temporary folder, so
+it can run in any worker (the main process writes OUT), and it never raises for anything a
+submission can do (a grader bug becomes a flagged "grader error" result).
+
+The job is a list of steps, each reading and extending one :class:`State`, the way
+nbgrader's converters list their preprocessors::
+
+    read -> rebuild -> scan -> execute -> judge -> write
+
+A step may finish the job early (nothing submitted, an unreadable file).
 """
 
 import copy
 import hashlib
 import json
-import os
 import shutil
-import threading
+import sys
+import tempfile
 import traceback
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from time import monotonic
 
 import nbformat
-import numpy as np
 
-from grader import judge, rebuild, scan
-from grader.course import exercises, source_path
+from grader import course, sandbox
+from grader import judge as judging
+from grader import rebuild as rebuilding
+from grader import scan as scanning
+from grader.trusted import Trusted
 
-RESULT_VERSION = 3  # bump when grading logic changes, so resumed runs regrade
+RESULT_VERSION = 4  # bump when grading logic changes, so resumed runs regrade
+TAMPERED = "grader instrumentation tampered"
+SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
+TAMPERED_MESSAGE = (
+    "Not graded: code in your notebook interfered with the grader's instrumentation; "
+    "your instructor will look at it."
+)
 
 
 @dataclass
 class Job:
     student: str
     notebook: str
-    path: str | None  # the submitted file, or None when not submitted
-    out: str  # OUT folder
-    seed: int
-    cell_timeout: int
-    notebook_timeout: int
-    memory_mb: int
+    submission: bytes | None  # the submitted file, or None when not submitted
+    trusted: Trusted
+    settings: dict  # GraderSettings.snapshot()
     notes: tuple = ()  # intake notes (wrong name, from a zip, ...)
+    name: str = ""  # the file's name as submitted
+
+
+@dataclass
+class State:
+    job: Job
+    result: dict | None = None  # set by a step that finishes the job
+    notes: list = field(default_factory=list)
+    flags: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    cells: list = field(default_factory=list)  # the submission's cells (rebuild.submitted_cells)
+    nb: object = None  # the rebuilt notebook, graded and returned
+    found: dict = field(default_factory=dict)  # answer grade_id -> "found" | "missing"
+    status: dict = field(default_factory=dict)  # run notebook cell index -> status
+    run_nb: object = None  # the instrumented copy the kernel ran
+    windows: object = None  # grader.stream.Windows
+    cell_windows: dict = field(default_factory=dict)
+    verdicts: dict = field(default_factory=dict)  # test id -> {"passed", "message", "flags"}
+    tampered: list = field(default_factory=list)
+    judge_failed: str = ""  # a message for every autograded row when judging failed
 
 
 @cache
@@ -44,7 +79,8 @@ def _grader_fingerprint() -> bytes:
     """The grading code itself: results made by other code are not reused."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for pattern in ("grader/*.py", "grader/hidden/*.py", "attnlib/checks/*.py"):
+    patterns = ("grader/*.py", "grader/kernel/*.py", "grader/hidden/*.py", "attnlib/checks/*.py")
+    for pattern in patterns:
         for path in sorted(root.glob(pattern)):
             h.update(path.name.encode() + path.read_bytes())
     return h.digest()
@@ -53,21 +89,14 @@ def _grader_fingerprint() -> bytes:
 def job_key(job: Job) -> str:
     """Identifies a job's inputs: a finished result with the same key is reused on resume."""
     h = hashlib.sha256(_grader_fingerprint())
-    raw = Path(job.path).read_bytes() if job.path else b"<missing>"
-    for part in (
-        RESULT_VERSION,
-        job.student,
-        job.notebook,
-        job.seed,
-        job.cell_timeout,
-        job.notebook_timeout,
-        job.memory_mb,
-        sorted(job.notes),
-    ):
+    for part in (RESULT_VERSION, job.student, job.notebook, sorted(job.notes), job.name):
         h.update(repr(part).encode())
-    h.update(raw)
-    h.update(Path(rebuild.release_path(job.notebook)).read_bytes())
-    h.update(source_path(job.notebook).read_bytes())
+    for name, value in sorted(job.settings.items()):
+        if name not in ("workers", "release_cache", "sandbox_slots"):
+            h.update(f"{name}={value!r}".encode())
+    h.update(job.submission if job.submission is not None else b"<missing>")
+    h.update(job.trusted.release.encode())
+    h.update(json.dumps(job.trusted.source_cells, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -75,198 +104,327 @@ def seed_for(base: int, student: str, notebook: str, name: str = "") -> int:
     return zlib.crc32(f"{base}:{student}:{notebook}:{name}".encode())
 
 
-# --------------------------------------------------------------------------- course model
+# --------------------------------------------------------------------------- results
 
 
-@dataclass
-class TestCell:
-    grade_id: str
-    exercise: str
-    points: float
-    hidden: bool
-    source: str  # visible: the release source; hidden: the trusted source's verify calls
-    verifies: list
-
-
-@cache
-def course_model(notebook: str):
-    """Trusted facts about one assignment, cached per worker."""
-    base = rebuild.release(notebook)
-    source = nbformat.read(source_path(notebook), as_version=4)
-    source_cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in source.cells}
-    tests = {}
-    for ex in exercises(notebook):
-        for gid in ex.test_ids:
-            src_cell = source_cells[gid]
-            verifies = (
-                judge.verify_calls(src_cell.source) if "HIDDEN TESTS" in src_cell.source else []
+def _rows(job: Job, points: dict, messages: dict, written: dict) -> list[dict]:
+    rows = []
+    for ex in job.trusted.exercises:
+        if ex.autograded:
+            got = sum(points.get(t, 0.0) for t in ex.test_ids)
+            msg = next((messages[t] for t in ex.test_ids if messages.get(t)), "")
+            rows.append(
+                {
+                    "exercise": ex.grade_id,
+                    "points": got,
+                    "max_points": ex.max_points,
+                    "message": "" if got >= ex.max_points else msg,
+                    "autograded": True,
+                }
             )
-            release_cell = next(
-                c for c in base.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid
+        else:
+            points_, message = written.get(ex.grade_id, ("", "graded by hand"))
+            rows.append(
+                {
+                    "exercise": ex.grade_id,
+                    "points": points_,
+                    "max_points": ex.max_points,
+                    "message": message,
+                    "autograded": False,
+                }
             )
-            tests[gid] = TestCell(
-                gid,
-                ex.grade_id,
-                float(src_cell.metadata.nbgrader["points"]),
-                bool(verifies),
-                release_cell.source,
-                verifies,
+    return rows
+
+
+def missing_result(job: Job, message: str, flags=(), notes=()) -> dict:
+    rows = _rows(job, {}, {}, {})
+    for row in rows:
+        row.update(points=0.0, message=message)
+    return {
+        "student": job.student,
+        "notebook": job.notebook,
+        "status": "not graded",
+        "rows": rows,
+        "flags": list(flags),
+        "notes": list(notes),
+        "timings": {},
+        "sandboxed": job.settings["sandbox"],
+    }
+
+
+def grade(job: Job) -> dict:
+    start = monotonic()
+    state = State(job, notes=list(job.notes))
+    try:
+        for step in STEPS:
+            begun = monotonic()
+            step(state)
+            state.timings[step.__name__] = round(monotonic() - begun, 3)
+            if state.result is not None:
+                break
+        result = state.result
+    except Exception:  # noqa: BLE001 (a grader bug must not stop the batch)
+        result = missing_result(
+            job,
+            "Not graded: the grader failed on this notebook; your instructor will look at it.",
+            flags=["grader error: " + traceback.format_exc(limit=3)[-600:]],
+            notes=state.notes,
+        )
+    result["timings"] = {**state.timings, "total": round(monotonic() - start, 3)}
+    result["key"] = job_key(job)
+    return result
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def read(s: State) -> None:
+    """The submitted bytes as notebook JSON, however they were encoded, and which release
+    they say they came from."""
+    job = s.job
+    if job.submission is None:
+        s.result = missing_result(job, "Notebook not submitted.", notes=s.notes)
+        return
+    try:
+        data, read_notes = rebuilding.parse(job.submission)
+    except rebuilding.Unreadable as err:
+        s.result = missing_result(
+            job,
+            f"Could not read your notebook: {err}.",
+            flags=[f"unreadable notebook: {err}"],
+            notes=s.notes,
+        )
+        return
+    s.notes += read_notes
+    s.notes += rebuilding.release_notes(data, job.notebook, job.trusted.version, job.name)
+    s.cells = rebuilding.submitted_cells(data)
+
+
+def rebuild(s: State) -> None:
+    """The notebook that gets graded: the trusted release with the student's answers."""
+    base = nbformat.reads(s.job.trusted.release, as_version=4)
+    s.nb, s.found, flags = rebuilding.rebuild(base, s.cells, s.job.trusted.source_cells)
+    s.flags += flags
+
+
+def scan(s: State) -> None:
+    """Flags for a human: suspicious code in the autograded answers (never a grade)."""
+    trusted = s.job.trusted
+    names = {ex.grade_id for ex in trusted.exercises}
+    autograded = {ex.grade_id for ex in trusted.exercises if ex.autograded}
+    answers = {}
+    for cell in reversed(s.cells):
+        gid = cell["nbgrader"].get("grade_id")
+        if gid in s.found:
+            answers[gid] = cell["source"]
+    for gid, source in answers.items():
+        if gid in autograded:
+            s.flags += scanning.scan_cell(gid, source, trusted.modules, names)
+
+
+def _instrument(s: State):
+    """The copy the kernel runs: test cells replaced by recorder calls with their nonces,
+    a last sentinel cell, and the windows the stream accepts them in."""
+    from grader.stream import Window, Windows
+
+    job = s.job
+    tests = {t.id: t for t in job.trusted.tests}
+    windows = Windows(job.trusted.shortcuts)
+    run_nb = copy.deepcopy(s.nb)
+    cell_windows = {}
+    for idx, cell in enumerate(run_nb.cells):
+        test = tests.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        if test is None:
+            continue
+        if test.hidden:
+            cases = {
+                name: judging.hidden_cases(name, _seed(job, name)) for name, _fn in test.verifies
+            }
+            window = windows.add(Window(test.id, "hidden", cases))
+            call = (
+                f"_attn.hidden({window.nonce!r}, {test.id!r}, {list(test.verifies)!r}, globals())"
             )
-    imports = "\n".join(
-        c.source for c in base.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "imports"
+        else:
+            window = windows.add(Window(test.id, "visible"))
+            call = f"_attn.visible({window.nonce!r}, {test.id!r}, {test.source!r}, globals())"
+        cell.source = f"import grader.kernel.recorders as _attn\n{call}\ndel _attn"
+        cell_windows[idx] = window
+    last = windows.add(Window("(end of notebook)", "sentinel"))
+    run_nb.cells.append(
+        nbformat.v4.new_code_cell(
+            f"import grader.kernel.recorders as _attn\n_attn.sentinel({last.nonce!r})\ndel _attn"
+        )
     )
-    trusted_ns: dict = {}
-    exec(compile(imports, f"<{notebook} imports>", "exec"), trusted_ns)  # trusted course code
-    return base, tests, trusted_ns, scan.module_names(imports), source
+    cell_windows[len(run_nb.cells) - 1] = last
+    return run_nb, windows, cell_windows
 
 
-# --------------------------------------------------------------------------- messages
+def _seed(job: Job, name: str = "") -> int:
+    return seed_for(job.settings["seed"], job.student, job.notebook, name)
 
 
-def _answer_message(name: str, status: dict | None, job: Job) -> str | None:
-    if not status:
-        return None
-    kind = status.get("status")
+def _plan(s: State, folder: Path, windows, cell_windows):
+    from grader.execute import Plan, font_cache
+
+    job, cfg = s.job, s.job.settings
+    sandboxed = cfg["sandbox"]
+    # In the sandbox the scratch folder is a tmpfs at a fixed path, outside its private /tmp,
+    # so nothing next to it is readable; without the sandbox it is a folder of the job's.
+    scratch = SANDBOX_HOME if sandboxed else folder / "scratch"
+    tmp = "/tmp" if sandboxed else str(scratch / "tmp")
+    notebook_file = folder / f"{job.notebook}.ipynb"
+    notebook_file.write_text(nbformat.writes(s.nb))
+    notebook_file.chmod(0o644)
+    files = {str(scratch / f"{job.notebook}.ipynb"): str(notebook_file)}
+    files |= {str(scratch / ".mpl" / n): p for n, p in font_cache().items()}
+    folders = [str(scratch / ".mpl"), str(scratch / ".ipython")]
+    if not sandboxed:
+        scratch.mkdir()
+        for path in [*folders, tmp]:
+            Path(path).mkdir(parents=True, exist_ok=True)
+        for dest, src in files.items():
+            shutil.copyfile(src, dest)
+    slot = sandbox.slot(cfg["sandbox_uid"], cfg["sandbox_slots"]) if sandboxed else None
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(scratch),
+        "USER": "student",
+        "TMPDIR": tmp,
+        "IPYTHONDIR": str(scratch / ".ipython"),
+        "MPLCONFIGDIR": str(scratch / ".mpl"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONWARNINGS": "default",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "ATTN_DATA_DIR": str(course.REPO_ROOT / "data"),
+    }
+    kernel_settings = {
+        "read": sandbox.read_roots(),
+        "write": [str(scratch), tmp],
+        "libraries": sandbox.library_roots(),
+        "memory_bytes": cfg["memory_mb"] * 2**20 if cfg["memory_mb"] else None,
+        "cpu_seconds": cfg["notebook_timeout"] + 30,
+        "fsize_bytes": cfg["file_mb"] * 2**20,
+        "processes": cfg["max_processes"] if sandboxed else None,
+        "seed": _seed(job),
+    }
+    tests = {t.id for t in job.trusted.tests}
+    state_cells = {
+        i
+        for i, c in enumerate(s.nb.cells)
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id") not in tests
+    }
+    return Plan(
+        scratch=str(scratch),
+        cwd=str(folder if sandboxed else scratch),
+        job_dir=str(folder),
+        env=env,
+        kernel_settings=kernel_settings,
+        state_cells=state_cells,
+        windows=windows,
+        cell_windows=cell_windows,
+        files=files,
+        folders=folders,
+        sandboxed=sandboxed,
+        uid=slot.uid if slot else None,
+        scratch_mb=cfg["scratch_mb"],
+        grace=cfg["stream_grace"],
+        trusted_timeout=cfg["validate_timeout"],
+    )
+
+
+def execute(s: State) -> None:
+    """Run the instrumented copy in the sandbox; keep statuses, outputs, records and logs."""
+    from grader.execute import SandboxedExecute
+
+    cfg = s.job.settings
+    s.run_nb, s.windows, s.cell_windows = _instrument(s)
+    folder = Path(tempfile.mkdtemp(prefix="attn-job-"))
+    try:
+        plan = _plan(s, folder, s.windows, s.cell_windows)
+        executor = SandboxedExecute(
+            timeout=cfg["cell_timeout"],
+            notebook_timeout=cfg["notebook_timeout"],
+            max_output_chars=cfg["max_output_chars"],
+            max_restarts=cfg["max_restarts"],
+        )
+        with open(folder / "kernel.stderr", "w") as stderr:
+            s.status = executor.run(s.run_nb, plan, stderr=stderr)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    s.timings["kernel_starts"] = executor.kernel_starts
+    if executor.flooded:
+        s.notes.append(f"output flood cut at {executor.max_output_chars} characters per cell")
+    if executor.leftovers:
+        s.flags.append(f"sandbox: {executor.leftovers} processes outlived their kernel (killed)")
+    s.flags += [f"sandbox {e['kind']}: {e['detail']}" for e in s.windows.logs]
+    s.tampered += s.windows.tampered
+
+
+def judge(s: State) -> None:
+    """Decide every test cell that ran to its end, in a bounded process of its own."""
+    cfg = s.job.settings
+    records = {
+        w.test_id: w.record
+        for w in s.cell_windows.values()
+        if w.kind != "sentinel" and w.ended and w.record is not None
+    }
+    request = {
+        "imports": s.job.trusted.imports,
+        "tests": [
+            {"id": t.id, "hidden": t.hidden, "source": t.source, "verifies": list(t.verifies)}
+            for t in s.job.trusted.tests
+        ],
+        "records": records,
+        "seeds": {n: _seed(s.job, n) for t in s.job.trusted.tests for n, _ in t.verifies},
+    }
+    outcome = judging.judge_bounded(request, cfg["judge_seconds"], cfg["judge_memory_mb"])
+    if "exceeded" in outcome:
+        s.judge_failed = f"Not graded: {judging.EXCEEDED}; your instructor will look at it."
+        s.flags.append(f"{judging.EXCEEDED} ({outcome['exceeded']})")
+    elif "error" in outcome:
+        s.judge_failed = (
+            "Not graded: the grader failed on this notebook; your instructor will look at it."
+        )
+        s.flags.append(f"grader error while judging: {outcome['error']}")
+    else:
+        s.verdicts = outcome["verdicts"]
+        s.tampered += outcome["tampered"]
+
+
+def _answer_message(name: str, status: dict | None, cfg: dict) -> str | None:
+    kind = (status or {}).get("status")
     if kind == "error":
         return f"Your `{name}` cell raised {status.get('ename')}: {status.get('evalue')}".strip()
     if kind == "timeout":
-        return f"Your `{name}` cell ran longer than the {job.cell_timeout} s time limit."
+        return f"Your `{name}` cell ran longer than the {cfg['cell_timeout']} s time limit."
     if kind == "died":
         return (
             f"Your `{name}` cell stopped the Python kernel (a crash, os._exit, or more "
-            f"than the {job.memory_mb} MB memory limit)."
+            f"than the {cfg['memory_mb']} MB memory limit)."
         )
     if kind == "deadline":
-        return f"Not graded: the notebook ran past its {job.notebook_timeout} s time limit."
+        return f"Not graded: the notebook ran past its {cfg['notebook_timeout']} s time limit."
     return None
 
 
-def _test_status_message(name: str, status: dict, job: Job) -> str:
+def _test_status_message(name: str, status: dict, cfg: dict) -> str:
     kind = status.get("status")
     if kind == "timeout":
-        return f"Checking `{name}` took longer than the {job.cell_timeout} s time limit."
+        return f"Checking `{name}` took longer than the {cfg['cell_timeout']} s time limit."
     if kind == "died":
         return (
             f"The Python kernel stopped while checking `{name}` (a crash, os._exit, or "
-            f"more than the {job.memory_mb} MB memory limit)."
+            f"more than the {cfg['memory_mb']} MB memory limit)."
         )
     if kind == "deadline":
-        return f"Not graded: the notebook ran past its {job.notebook_timeout} s time limit."
+        return f"Not graded: the notebook ran past its {cfg['notebook_timeout']} s time limit."
     return f"Not graded: the kernel kept crashing before `{name}` could be checked."
-
-
-# --------------------------------------------------------------------------- the job
-
-
-def _encode_args(
-    args, folder: Path, count: list, oracles: list | None = None, as_args: bool = True
-) -> dict:
-    """Hidden inputs as JSON plus ``.npy`` files (``count`` numbers the files of one folder).
-    A function among the inputs becomes an *oracle*: the kernel asks, the grader answers."""
-
-    def enc(value):
-        if isinstance(value, np.ndarray):
-            count[0] += 1
-            name = f"a{count[0]}.npy"
-            np.save(folder / name, value, allow_pickle=False)
-            return {"t": "nd", "f": name}
-        if isinstance(value, (tuple, list)):
-            return {"t": "seq", "k": type(value).__name__, "v": [enc(v) for v in value]}
-        if callable(value) and oracles is not None:
-            oracles.append(value)
-            return {"t": "oracle", "id": len(oracles) - 1, "label": str(value)[:40]}
-        if isinstance(value, dict):
-            return {"t": "dict", "v": [[k, enc(v)] for k, v in value.items()]}
-        if value is None:
-            return {"t": "none"}
-        if isinstance(value, np.generic):
-            value = value.item()
-        return {"t": "num" if not isinstance(value, str) else "str", "v": value}
-
-    return enc(list(args) if as_args else args)
-
-
-def _instrument(nb, tests: dict, sandbox: Path, job: Job):
-    """The notebook the kernel runs: test cells replaced by recorders; hidden inputs on disk.
-
-    Returns (notebook, {test grade_id: [(exercise, cases, record folder)]}, record folders).
-    """
-    from grader.hidden import spec
-
-    run_nb = copy.deepcopy(nb)
-    oracles: list = []
-    hidden_cases: dict = {}
-    folders: dict = {}
-    for idx, cell in enumerate(run_nb.cells):
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid not in tests:
-            continue
-        test = tests[gid]
-        lines = ["import grader.sandbox_kernel as _attn_grader"]
-        if not test.hidden:
-            folder = sandbox / ".rec" / gid
-            folders[gid] = [folder]
-            lines.append(
-                f"_attn_grader.visible({gid!r}, {test.source!r}, {str(folder)!r}, globals())"
-            )
-        else:
-            hidden_cases[gid] = []
-            folders[gid] = []
-            for name, fn_name in test.verifies:
-                rng = np.random.default_rng(seed_for(job.seed, job.student, job.notebook, name))
-                cases = [tuple(args) for args in spec(name).cases(rng)]
-                case_dir = sandbox / ".cases" / name
-                case_dir.mkdir(parents=True, exist_ok=True)
-                count = [0]
-                encoded = [
-                    {
-                        "args": _encode_args(args, case_dir, count, oracles),
-                        "kwargs": {"t": "dict", "v": []},
-                    }
-                    for args in cases
-                ]
-                (case_dir / "cases.json").write_text(json.dumps(encoded))
-                folder = sandbox / ".rec" / gid / name
-                hidden_cases[gid].append((name, cases, folder))
-                folders[gid].append(folder)
-                lines.append(
-                    f"_attn_grader.hidden({gid!r}, {name!r}, {fn_name!r}, "
-                    f"{str(case_dir)!r}, {str(folder)!r}, globals())"
-                )
-        lines.append("del _attn_grader")
-        cell.source = "\n".join(lines)
-        cell.metadata["attn_index"] = idx
-    return run_nb, hidden_cases, folders, oracles
-
-
-def _serve_oracles(folder: Path, oracles: list, stop) -> None:
-    """Answer the kernel's calls to function arguments of hidden cases, with the trusted
-    functions, until ``stop`` is set. Requests are untrusted data (decoded without pickle)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    answered: set = set()
-    pause = 0.001
-    while not stop.wait(pause):
-        pause = min(pause * 2, 0.02)  # poll fast only while the kernel is asking
-        for request in folder.glob("q*.json"):
-            if request.name in answered:
-                continue
-            pause = 0.001
-            answered.add(request.name)
-            n = request.stem[1:]
-            reply_dir = folder / f"r{n}"
-            reply_dir.mkdir(exist_ok=True)
-            try:
-                data = json.loads(request.read_text())
-                fn = oracles[int(data["id"])]
-                args = judge.decode(data["args"], folder / f"q{n}")
-                if not isinstance(args, list) or any(isinstance(a, judge._StandIn) for a in args):
-                    raise TypeError("arguments must be arrays or numbers")
-                reply = {"result": _encode_args(fn(*args), reply_dir, [0], as_args=False)}
-            except Exception as err:  # noqa: BLE001 (the learner's call was bad: say so)
-                reply = {"raise": f"{type(err).__name__}: {err}"[:300]}
-            tmp = reply_dir / "answer.tmp"
-            tmp.write_text(json.dumps(reply))
-            os.replace(tmp, reply_dir / "answer.json")
 
 
 def _verdict_outputs(passed: bool, message: str):
@@ -282,204 +440,74 @@ def _verdict_outputs(passed: bool, message: str):
     ]
 
 
-def _read_log(path: Path) -> list[str]:
-    flags = []
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines()[:200]:
-            try:
-                entry = json.loads(line)
-                flags.append(f"sandbox {entry['kind']}: {entry['detail']}")
-            except (ValueError, KeyError, TypeError):
-                flags.append("sandbox log was tampered with")
-    return list(dict.fromkeys(flags))
+def _test_verdict(s: State, test, idx: int, answer_status: dict):
+    """(passed, message) of one test cell, from its run status and the judge's verdict."""
+    cfg = s.job.settings
+    st = s.status.get(idx, {"status": "not-run"})
+    if s.judge_failed:
+        return False, s.judge_failed
+    if st.get("status") not in ("ok", "error"):
+        return False, _test_status_message(test.exercise, st, cfg)
+    verdict = s.verdicts.get(test.id)
+    if verdict is None:  # ran, but left no record (flagged as tampering)
+        return False, f"The check of `{test.exercise}` did not run."
+    passed, message = verdict["passed"], verdict["message"]
+    s.flags += verdict["flags"]
+    if not passed and s.found.get(test.exercise) == "missing":
+        message = f"The answer cell for `{test.exercise}` is missing from your notebook."
+    elif not passed and ("is not defined" in message or "did not run" in message):
+        message = _answer_message(test.exercise, answer_status.get(test.exercise), cfg) or message
+    return passed, message
 
 
-def _rows_for(notebook: str, points: dict, messages: dict, written: dict) -> list[dict]:
-    rows = []
-    for ex in exercises(notebook):
-        if ex.autograded:
-            got = sum(points.get(t, 0.0) for t in ex.test_ids)
-            msg = next((messages[t] for t in ex.test_ids if messages.get(t)), "")
-            rows.append(
-                {
-                    "exercise": ex.grade_id,
-                    "points": got,
-                    "max_points": ex.max_points,
-                    "message": "" if got >= ex.max_points else msg,
-                    "autograded": True,
-                }
-            )
-        else:
-            rows.append(
-                {
-                    "exercise": ex.grade_id,
-                    "points": written.get(ex.grade_id, ("", ""))[0],
-                    "max_points": ex.max_points,
-                    "message": written.get(ex.grade_id, ("", "graded by hand"))[1],
-                    "autograded": False,
-                }
-            )
-    return rows
-
-
-def missing_result(job: Job, message: str, flags=(), notes=()) -> dict:
-    rows = _rows_for(job.notebook, {}, {}, {})
-    for row in rows:
-        row.update(points=0.0, message=message)
-    return {
-        "student": job.student,
-        "notebook": job.notebook,
-        "status": "not graded",
-        "rows": rows,
-        "flags": list(flags),
-        "notes": list(notes),
-        "timings": {},
-    }
-
-
-def grade(job: Job) -> dict:
-    start = monotonic()
-    try:
-        result = _grade(job)
-    except Exception:  # noqa: BLE001 (a grader bug must not stop the batch)
-        result = missing_result(
-            job,
-            "Not graded: the grader failed on this notebook; your instructor will look at it.",
-            flags=["grader error: " + traceback.format_exc(limit=3)[-600:]],
-        )
-    result["timings"]["total"] = round(monotonic() - start, 3)
-    result["key"] = job_key(job)
-    return result
-
-
-def _grade(job: Job) -> dict:
-    notes = list(job.notes)
-    if job.path is None:
-        return missing_result(job, "Notebook not submitted.", notes=notes)
-    try:
-        data, read_notes = rebuild.parse(Path(job.path).read_bytes())
-    except rebuild.Unreadable as err:
-        return missing_result(
-            job,
-            f"Could not read your notebook: {err}.",
-            flags=[f"unreadable notebook: {err}"],
-            notes=notes,
-        )
-    notes += read_notes
-    base, tests, trusted_ns, modules, source = course_model(job.notebook)
-    cells = rebuild.submitted_cells(data)
-    nb, found, flags = rebuild.rebuild(base, cells, source)
-    exercise_names = {ex.grade_id for ex in exercises(job.notebook)}
-    answers = {
-        g: c["source"] for c in reversed(cells) if (g := c["nbgrader"].get("grade_id")) in found
-    }
-    for gid, source in answers.items():
-        if any(ex.grade_id == gid and ex.autograded for ex in exercises(job.notebook)):
-            flags += scan.scan_cell(gid, source, modules, exercise_names)
-
-    work = Path(job.out) / "work" / "jobs" / job.student / job.notebook
-    shutil.rmtree(work, ignore_errors=True)
-    sandbox, private = work / "sandbox", work / "private"
-    sandbox.mkdir(parents=True)
-    private.mkdir(parents=True)
-    run_nb, hidden_cases, folders, oracles = _instrument(nb, tests, sandbox, job)
-
-    from grader.execute import SandboxedExecute, kernel_env
-
-    executor = SandboxedExecute(timeout=job.cell_timeout, notebook_timeout=job.notebook_timeout)
-    env = kernel_env(
-        sandbox,
-        private,
-        seed=seed_for(job.seed, job.student, job.notebook),
-        memory_mb=job.memory_mb,
-        cpu_seconds=job.notebook_timeout + 30,
-    )
-    state_cells = {
-        i
-        for i, c in enumerate(run_nb.cells)
-        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id") not in tests
-    }
-    t_exec = monotonic()
-    stop = threading.Event()
-    server = threading.Thread(
-        target=_serve_oracles, args=(sandbox / ".oracle", oracles, stop), daemon=True
-    )
-    if oracles:
-        server.start()
-    try:
-        with open(private / "kernel.stderr", "w") as stderr:
-            status = executor.run(run_nb, sandbox, env, state_cells, stderr=stderr)
-    finally:
-        stop.set()
-        if oracles:
-            server.join()
-    exec_seconds = monotonic() - t_exec
-    flags += _read_log(private / "sandbox.log")
-    if executor.flooded:
-        notes.append(f"output flood cut at {executor.max_output_chars} characters per cell")
-
+def write(s: State) -> None:
+    """The result: rows, per-test points, flags, and the autograded notebook as JSON."""
+    job = s.job
+    tests = {t.id: t for t in job.trusted.tests}
     answer_status = {}
-    for idx, cell in enumerate(run_nb.cells):
+    for idx, cell in enumerate(s.run_nb.cells[: len(s.nb.cells)]):
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in found:
-            answer_status[gid] = status.get(idx)
+        if gid in s.found:
+            answer_status[gid] = s.status.get(idx)
     points, messages = {}, {}
-    for idx, cell in enumerate(nb.cells):
+    for idx, cell in enumerate(s.nb.cells):
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid not in tests:
-            if idx in status or cell.cell_type != "code":
-                cell.outputs = (
-                    run_nb.cells[idx].get("outputs", [])
-                    if cell.cell_type == "code"
-                    else cell.get("outputs", [])
-                )
+        test = tests.get(gid)
+        if test is None:
+            if cell.cell_type == "code" and idx in s.status:
+                cell.outputs = s.run_nb.cells[idx].get("outputs", [])
             continue
-        test = tests[gid]
-        st = status.get(idx, {"status": "not-run"})
-        passed, message, extra = _judge_test(
-            test, st, folders[gid], hidden_cases.get(gid, []), trusted_ns, job
-        )
-        if not passed and test.exercise in found and found[test.exercise] == "missing":
-            message = f"The answer cell for `{test.exercise}` is missing from your notebook."
-        elif not passed and ("is not defined" in message or "did not run" in message):
-            message = (
-                _answer_message(test.exercise, answer_status.get(test.exercise), job) or message
-            )
-        flags += extra
+        passed, message = _test_verdict(s, test, idx, answer_status)
+        if s.tampered:
+            passed, message = False, TAMPERED_MESSAGE
         points[gid] = test.points if passed else 0.0
         messages[gid] = message
         cell.outputs = _verdict_outputs(passed, message)
         cell.execution_count = None
-
+    s.flags += [f"{TAMPERED}: {reason}" for reason in s.tampered]
     written = {}
-    for cell in nb.cells:
+    for cell in s.nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and meta.get("grade"):
             unchanged = meta.get("checksum") == _checksum(cell)
             written[meta["grade_id"]] = (
                 (0.0, "No answer written.") if unchanged else ("", "graded by hand")
             )
-
-    autograded = Path(job.out) / "nbgrader" / "autograded" / job.student / job.notebook
-    autograded.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, autograded / f"{job.notebook}.ipynb")
-    shutil.rmtree(work, ignore_errors=True)
-    return {
+    s.result = {
         "student": job.student,
         "notebook": job.notebook,
         "status": "graded",
-        "rows": _rows_for(job.notebook, points, messages, written),
+        "rows": _rows(job, points, messages, written),
         "tests": {
             g: {"points": points[g], "max_points": tests[g].points, "message": messages[g]}
             for g in points
         },
-        "flags": list(dict.fromkeys(flags)),
-        "notes": notes,
-        "timings": {
-            "execute": round(exec_seconds, 3),
-            "slowest_cell": max((st.get("seconds", 0) for st in status.values()), default=0),
-        },
+        "flags": list(dict.fromkeys(s.flags)),
+        "notes": list(dict.fromkeys(s.notes)),
+        "autograded": nbformat.writes(s.nb),
+        "sandboxed": job.settings["sandbox"],
     }
+    s.timings["slowest_cell"] = max((st.get("seconds", 0) for st in s.status.values()), default=0)
 
 
 def _checksum(cell) -> str:
@@ -488,41 +516,4 @@ def _checksum(cell) -> str:
     return compute_checksum(cell)
 
 
-def _judge_test(test: TestCell, st: dict, folders: list, cases: list, trusted_ns, job: Job):
-    if st.get("status") not in ("ok", "error"):
-        return False, _test_status_message(test.exercise, st, job), []
-    flags = []
-    if not test.hidden:
-        record = judge.load_record(folders[0])
-        if record is None:
-            return (
-                False,
-                f"The check of `{test.exercise}` did not run.",
-                [
-                    f"`{test.grade_id}` left no record: the cell was changed at run time "
-                    "(input transformer or similar)"
-                ],
-            )
-        flags += [f"runtime: {a}" for a in record.get("anomalies") or []]
-        passed, message, extra = judge.judge_visible(test.source, trusted_ns, record, folders[0])
-        return passed, message, flags + extra
-    for name, case_args, folder in cases:
-        record = judge.load_record(folder)
-        if record is None:
-            return (
-                False,
-                f"Hidden check: the check of `{name}` did not run.",
-                flags
-                + [
-                    f"`{test.grade_id}` left no record: the cell was changed at run time "
-                    "(input transformer or similar)"
-                ],
-            )
-        flags += [f"runtime: {a}" for a in record.get("anomalies") or []]
-        if record.get("missing"):
-            return False, f"`{name}` is not defined when its check runs.", flags
-        passed, message, extra = judge.judge_hidden(name, case_args, record, folder)
-        flags += extra
-        if not passed:
-            return False, message, flags
-    return True, "", flags
+STEPS = (read, rebuild, scan, execute, judge, write)

@@ -1,95 +1,94 @@
 """The trusted side of grading: decide every test cell from what the kernel recorded.
 
-Runs in the grader's own process, never in the student's kernel. A visible test cell is
-decided by running its (trusted) source here, against *replays* of the learner's functions
-that return exactly what the kernel recorded for the same arguments; a hidden test cell by
-comparing recorded results with ``grader.hidden``'s references on the grader's own inputs.
+Runs outside the student's kernel, in a process of its own per notebook with a time and a
+memory limit (:func:`judge_bounded`): whatever a record holds, judging it ends in time, and
+a notebook that exceeds the limits gets 0 autograded points alone.
+
+A visible test cell is decided by running its (trusted) source here, against *replays* of
+the learner's functions that return exactly what the kernel recorded for the same arguments
+and change those arguments in place exactly as they did in the kernel (so ``call()`` fails a
+function that overwrites its input, as Validate does); a hidden test cell by comparing the
+recorded results with ``grader.hidden``'s references on the grader's own inputs.
 Monkeypatched ``np.allclose``, patched check functions, IPython hooks, ``__eq__`` objects and
 ndarray subclasses therefore change nothing here: only recorded numbers count. A function
-the kernel saw calling its exercise's whole-solution shortcut (``grader.hidden.shortcuts``)
-fails.
+the kernel saw calling its exercise's whole-solution shortcut fails, and so does a visible
+check that failed in the kernel (one that measures the function, e.g. its memory, which a
+replay cannot reproduce): trusting the kernel there can only cost the learner points.
+
+Records are decoded with ``grader.wire`` (bounded, no pickles); a record that cannot be
+decoded, or has the wrong shape, was not written by the grader's recorder: tampering.
 """
 
 import ast
+import builtins
 import contextlib
 import io
-import json
-import re
-from pathlib import Path
+import multiprocessing
+import sys
+import time
 
 import numpy as np
 
 from attnlib.checks._core import CheckFailed, call
-from grader.sandbox_kernel import TAMPERED
+from grader import wire
+from grader.kernel.recorders import TAMPERED, signature
 
-MAX_RECORD_BYTES = 50 * 2**20
-_FILE = re.compile(r"a\d+\.npy")
+EXCEEDED = "grading exceeded its limits"
+STARTUP_SECONDS = 300  # for the first judging process of a worker (its server imports torch)
+# What every judging process starts with (forked from a server that imported them once):
+# the judge, the hidden checks, and what the notebooks' trusted imports cells import; first,
+# what makes the server die with its worker.
+PRELOAD = [
+    "grader.judge_server",
+    "grader.judge",
+    "grader.hidden",
+    "attnlib.checks",
+    "matplotlib.pyplot",
+    "torch",
+]
 
 
 class NotChecked(BaseException):
     """The check asked for a call the kernel never recorded (tampering or a flaky check)."""
 
 
-class _StandIn:
-    """Stands for a returned object that is not numbers; it compares equal to nothing."""
-
-    def __init__(self, type_name: str, tensor: bool = False):
-        self.type_name = type_name
-        if tensor:
-            self.detach = None  # so checks recognise "a torch tensor"
-
-    def __repr__(self):
-        return f"<{self.type_name}>"
-
-    __eq__ = lambda self, other: False  # noqa: E731
-    __hash__ = object.__hash__
+class Tampered(Exception):
+    """The record was not written by the grader's recorder (the message says how)."""
 
 
-def load_record(folder: Path) -> dict | None:
-    path = folder / "record.json"
-    if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_RECORD_BYTES:
-        return None
-    try:
-        record = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return record if isinstance(record, dict) else None
+# --------------------------------------------------------------------------- records
 
 
-def decode(node, folder: Path):
-    """A recorded value, rebuilt from JSON and ``.npy`` files (never pickles)."""
-    if not isinstance(node, dict):
-        return _StandIn("malformed record")
-    kind = node.get("t")
-    if kind == "nd":
-        name = str(node.get("f", ""))
-        path = folder / name
-        if (
-            not _FILE.fullmatch(name)
-            or not path.is_file()
-            or path.is_symlink()
-            or path.stat().st_size > MAX_RECORD_BYTES
-        ):
-            return _StandIn("unreadable array")
+class Record:
+    """A decoded record: typed accessors that refuse anything the recorder never writes."""
+
+    def __init__(self, body, what: str):
+        self.budget = wire.Budget()  # for the values, decoded as the check asks for them
+        if type(body) is not bytes:
+            raise Tampered(f"{what} sent no record")
         try:
-            return np.load(path, allow_pickle=False)
-        except (ValueError, OSError):
-            return _StandIn("unreadable array")
-    if kind == "num":
-        value = node.get("v")
-        return value if type(value) in (int, float, bool) else _StandIn("number")
-    if kind == "none":
-        return None
-    if kind == "str":
-        return str(node.get("v", ""))
-    if kind == "seq":
-        items = [decode(v, folder) for v in node.get("v", [])][:10_000]
-        return tuple(items) if node.get("k") == "tuple" else items
-    if kind == "dict":
-        return {str(k): decode(v, folder) for k, v in node.get("v", [])}
-    if kind == "tensor":
-        return _StandIn("torch.Tensor", tensor=True)
-    return _StandIn(str(node.get("type", "object"))[:60])
+            data = wire.decode(body)  # the record's own structure: one frame's budget
+        except wire.Malformed as err:
+            raise Tampered(f"{what}'s record cannot be read ({err})") from None
+        if type(data) is not dict:
+            raise Tampered(f"{what}'s record is not a record")
+        self.data, self.what = data, what
+
+    def get(self, key, kind, default=None):
+        value = self.data.get(key, default)
+        if value is not default and type(value) is not kind:
+            raise Tampered(f"{self.what}'s record has a malformed `{key}`")
+        return value
+
+    def value(self, data):
+        """A recorded value (its subclass names are returned too)."""
+        if type(data) is not bytes:
+            raise Tampered(f"{self.what}'s record holds a value that is not encoded")
+        try:
+            found: list = []
+            return wire.plain(wire.decode(data, budget=self.budget), found), found
+        except wire.Malformed as err:
+            raise Tampered(f"{self.what}'s record holds an unreadable value ({err})") from None
 
 
 def _equal(a, b) -> bool:
@@ -107,58 +106,97 @@ def _equal(a, b) -> bool:
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
-    if isinstance(a, _StandIn) or isinstance(b, _StandIn):  # e.g. a function argument
-        names = {x.type_name if isinstance(x, _StandIn) else type(x).__name__ for x in (a, b)}
-        return len(names) == 1
+    if isinstance(a, wire.Opaque) or isinstance(b, wire.Opaque):  # e.g. a function argument
+        names = {x.type_name if isinstance(x, wire.Opaque) else type(x).__name__ for x in (a, b)}
+        return len(names) == 1 or callable(a) or callable(b)
     try:
         return bool(a == b) or (a != a and b != b)
     except Exception:  # noqa: BLE001
         return False
 
 
-def _raise(info: dict):
-    ename = str(info.get("ename", "Exception"))[:60]
-    evalue = str(info.get("evalue", ""))
+_BUILTIN_ERRORS = {
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}
+
+
+def _error_name(info: dict) -> str:
+    name = str(info.get("ename", "Exception"))[:60]
+    return name if name.isidentifier() else "Exception"
+
+
+def _raise(info) -> None:
+    info = info if isinstance(info, dict) else {}
+    ename, evalue = _error_name(info), str(info.get("evalue", ""))[:500]
     if ename == "NotImplementedError":
         raise NotImplementedError(evalue)
-    if not ename.isidentifier():
-        ename = "Exception"
     raise type(ename, (Exception,), {})(evalue)
 
 
-def outcome(entry: dict, folder: Path):
-    """Return or raise what the learner's function did in the kernel."""
-    if "raise" in entry:
-        _raise(entry["raise"] if isinstance(entry["raise"], dict) else {})
-    if "result" not in entry:
-        raise NotChecked("the call never finished in the kernel")
-    return decode(entry["result"], folder)
+def _write_back(after: dict, args, kwargs) -> None:
+    """Change the caller's arrays as the learner's function changed them in the kernel."""
+    for key, now in after.items():
+        target = args[int(key)] if key.isdigit() and int(key) < len(args) else kwargs.get(key)
+        if isinstance(target, np.ndarray) and isinstance(now, np.ndarray):
+            try:
+                if target.shape != now.shape:
+                    target.shape = now.shape
+                np.copyto(target, now, casting="unsafe")
+            except (ValueError, TypeError, AttributeError):
+                target.flags.writeable = False  # cannot be reproduced: still differs
 
 
 class Replay:
     """Plays back the learner's function: same arguments, same answer as in the kernel."""
 
-    def __init__(self, name: str, calls: list, folder: Path):
+    def __init__(self, name: str, calls: list, record: Record):
         self.__name__ = name
-        self.folder = folder
-        self.calls = [c for c in calls if isinstance(c, dict) and c.get("fn") == name]
+        self.record = record
+        self.calls = [c for c in calls if type(c) is dict and c.get("fn") == name]
         self.used: set[int] = set()
+        names = self.calls[0].get("params") if self.calls else None
+        if type(names) is list and (sig := signature(names)) is not None:
+            self.__signature__ = sig
 
     def __call__(self, *args, **kwargs):
         for i, entry in enumerate(self.calls):
             if i in self.used:
                 continue
-            rec_args = decode(entry.get("args"), self.folder)
-            rec_kwargs = decode(entry.get("kwargs"), self.folder)
+            rec_args, _ = self.record.value(entry.get("args"))
+            rec_kwargs, _ = self.record.value(entry.get("kwargs"))
             if _equal(list(rec_args), list(args)) and _equal(rec_kwargs, kwargs):
                 self.used.add(i)
-                return outcome(entry, self.folder)
+                return _outcome(entry, self.record, args, kwargs)
         raise NotChecked(self.__name__)
+
+
+def _outcome(entry: dict, record: Record, args, kwargs):
+    """Return or raise what the learner's function did in the kernel, after changing the
+    arguments in place as it did."""
+    if "after" in entry:
+        after, _ = record.value(entry["after"])
+        if type(after) is dict:
+            _write_back(after, args, kwargs)
+    if "raise" in entry:
+        _raise(entry["raise"])
+    if "result" not in entry:
+        raise NotChecked("the call never finished in the kernel")
+    return record.value(entry["result"])[0]
+
+
+def _too_large(value) -> str | None:
+    if isinstance(value, wire.Opaque) and value.type_name.startswith(("too large", "could not")):
+        return value.type_name
+    if isinstance(value, (list, tuple)):
+        return next((t for v in value if (t := _too_large(v))), None)
+    return None
 
 
 def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
     """(message, flags) when the kernel saw ``name`` call a shortcut, else None."""
-    if not hits or not isinstance(hits, list):
+    if not hits or type(hits) is not list:
         return None
     hits = [str(h)[:100] for h in hits]
     if TAMPERED in hits:
@@ -173,26 +211,34 @@ def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
     )
 
 
-def judge_visible(source: str, trusted_ns: dict, record: dict, folder: Path):
+# --------------------------------------------------------------------------- test cells
+
+
+def judge_visible(source: str, trusted_ns: dict, record: Record):
     """(passed, message, flags) for a visible test cell."""
     ns = dict(trusted_ns)
-    flags = []
-    for name, node in (record.get("values") or {}).items():
-        if name in trusted_ns or not isinstance(name, str):
+    flags = [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
+    calls = record.get("calls", list, [])
+    for name, data in record.get("values", dict, {}).items():
+        if name in trusted_ns or not name.isidentifier():
             continue
-        if isinstance(node, dict) and node.get("t") == "callable":
-            ns[name] = Replay(name, record.get("calls") or [], folder)
+        if data == "callable":
+            ns[name] = Replay(name, calls, record)
         else:
-            ns[name] = decode(node, folder)
-    missing = [n for n in record.get("missing") or [] if n not in trusted_ns]
-    for name, node in (record.get("values") or {}).items():
-        if isinstance(node, dict) and node.get("subclass"):
-            flags.append(f"`{name}` is an ndarray subclass ({node['subclass']})")
-    for entry in record.get("calls") or []:
-        if isinstance(entry, dict) and (
+            ns[name], subclasses = record.value(data)
+            flags += [f"`{name}` is an ndarray subclass ({s})" for s in subclasses]
+    missing = [n for n in record.get("missing", list, []) if n not in trusted_ns]
+    for entry in calls:
+        if type(entry) is dict and (
             found := _shortcut(str(entry.get("fn")), entry.get("shortcuts"))
         ):
             return False, found[0], flags + found[1]
+    for entry in calls:
+        if type(entry) is dict and "result" in entry:
+            result, subclasses = record.value(entry["result"])
+            flags += [f"`{entry.get('fn')}` returned an ndarray subclass ({s})" for s in subclasses]
+            if reason := _too_large(result):
+                return False, f"`{entry.get('fn')}` returned a value {reason}.", flags
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # checks print "passed" lines
             exec(compile(source, "<visible check>", "exec"), ns)
@@ -211,34 +257,82 @@ def judge_visible(source: str, trusted_ns: dict, record: dict, folder: Path):
     except NameError as err:
         name = getattr(err, "name", None) or (missing[0] if missing else "?")
         return False, f"`{name}` is not defined when its check runs.", flags
+    except Tampered:
+        raise
     except Exception as err:  # noqa: BLE001 (a check crashing on odd results is a failed check)
         return False, f"The check stopped on your result: {type(err).__name__}: {err}", flags
+    if failed := _failed_in_kernel(record):
+        return False, failed, flags
     return True, "", flags
 
 
-def judge_hidden(name: str, cases: list, record: dict, folder: Path):
-    """(passed, message, flags) for one ``verify(name, fn)`` of a hidden test cell."""
+def _failed_in_kernel(record: Record) -> str | None:
+    """The message of a visible check that failed when the kernel ran it, though its replay
+    here passed: some checks measure the learner's function itself (memory, time), which a
+    replay cannot reproduce. Trusting the kernel here can only cost the learner points."""
+    error = record.get("kernel_error", dict) or {}
+    if error.get("ename") != "CheckFailed":
+        return None
+    return " ".join(str(error.get("evalue", "")).split())[:500] or "The check failed."
+
+
+def _shapes(args) -> str:
+    return ", ".join(
+        f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__ for a in args
+    )
+
+
+def _copy(args):
+    return tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def judge_hidden(name: str, cases: list, entry: dict, record: Record):
+    """(passed, message, flags) for one exercise of a hidden test cell. Only the names of
+    errors a hidden input caused reach the learner, never their text: it could carry the
+    hidden inputs out."""
     from grader.hidden import check_case
 
-    if found := _shortcut(name, record.get("shortcuts")):
+    if found := _shortcut(name, entry.get("shortcuts")):
         return False, found[0], found[1]
-    results = record.get("results") or []
+    results = entry.get("results") if type(entry.get("results")) is list else []
+    names = entry.get("params")
+    sig = signature(names) if type(names) is list else None
     flags = []
     for i, args in enumerate(cases):
-        if i >= len(results):
+        if i >= len(results) or type(results[i]) is not dict:
             return False, f"Hidden check: `{name}` did not run on every hidden input.", flags
-        entry = results[i] if isinstance(results[i], dict) else {}
+        result = results[i]
+        if "raise" in result and _error_name(result["raise"]) != "NotImplementedError":
+            ename = _error_name(result["raise"])
+            ename = ename if ename in _BUILTIN_ERRORS else "an exception"
+            return (
+                False,
+                f"Hidden check: `{name}` raised {ename} on a hidden input ({_shapes(args)}).",
+                flags,
+            )
+
+        def replay(*a, _result=result, **k):
+            return _outcome(_result, record, a, k)
+
+        replay.__name__ = name
+        if sig is not None:
+            replay.__signature__ = sig
         try:
-            got = call(lambda e=entry: outcome(e, folder), name=name)
-            if isinstance(entry.get("result"), dict) and entry["result"].get("subclass"):
-                flags.append(
-                    f"`{name}` returned an ndarray subclass ({entry['result']['subclass']})"
-                )
+            got = call(replay, *_copy(args), name=name)
+            if "result" in result:
+                flags += [
+                    f"`{name}` returned an ndarray subclass ({s})"
+                    for s in record.value(result["result"])[1]
+                ]
+            if reason := _too_large(got):
+                return False, f"Hidden check: `{name}` returned a value {reason}.", flags
             check_case(name, args, got)
         except CheckFailed as err:
             return False, str(err), flags
         except NotChecked:
             return False, f"Hidden check: `{name}` did not finish on a hidden input.", flags
+        except Tampered:
+            raise
         except Exception as err:  # noqa: BLE001 (a result the comparison cannot handle)
             return (
                 False,
@@ -248,7 +342,7 @@ def judge_hidden(name: str, cases: list, record: dict, folder: Path):
                 ),
                 flags,
             )
-    return True, "", flags
+    return True, "", list(dict.fromkeys(flags))
 
 
 def verify_calls(source: str) -> list[tuple[str, str]]:
@@ -261,3 +355,160 @@ def verify_calls(source: str) -> list[tuple[str, str]]:
             if isinstance(first, ast.Constant) and isinstance(second, ast.Name):
                 found.append((first.value, second.id))
     return found
+
+
+def hidden_cases(name: str, seed: int) -> list[tuple]:
+    """The hidden inputs of exercise ``name`` drawn with ``seed`` (the same in the worker,
+    which sends them to the kernel, and here)."""
+    from grader.hidden import spec
+
+    return [tuple(args) for args in spec(name).cases(np.random.default_rng(seed))]
+
+
+# --------------------------------------------------------------------------- a notebook
+
+
+def judge_notebook(request: dict) -> dict:
+    """{test id: {"passed", "message", "flags"}} and {"tampered": [...]} for one notebook.
+
+    ``request``: {"imports": trusted imports source, "tests": [{"id", "exercise", "hidden",
+    "source", "verifies"}], "records": {test id: record bytes}, "seeds": {exercise: seed}}.
+    """
+    trusted_ns: dict = {}
+    exec(compile(request["imports"], "<imports>", "exec"), trusted_ns)  # trusted course code
+    verdicts, tampered = {}, []
+    for test in request["tests"]:
+        if test["id"] not in request["records"]:
+            continue  # the cell did not run to its end: the job says why
+        what = f"test cell `{test['id']}`"
+        try:
+            record = Record(request["records"][test["id"]], what)
+            if too_large := record.get("too_large", str):
+                verdicts[test["id"]] = {
+                    "passed": False,
+                    "message": f"What this check recorded was too large to judge ({too_large}).",
+                    "flags": [f"{what}: record too large ({too_large})"[:300]],
+                }
+                continue
+            if test["hidden"] and (error := record.get("kernel_error", dict)):
+                raise Tampered(f"{what}'s recorder failed ({_error_name(error)})")
+            if not test["hidden"]:
+                passed, message, flags = judge_visible(test["source"], trusted_ns, record)
+            else:
+                passed, message, flags = True, "", []
+                flags += [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
+                entries = {
+                    e.get("exercise"): e
+                    for e in record.get("exercises", list, [])
+                    if type(e) is dict
+                }
+                for name, _fn in test["verifies"]:
+                    entry = entries.get(name)
+                    if entry is None:
+                        raise Tampered(f"{what}'s record does not mention `{name}`")
+                    if entry.get("missing"):
+                        passed, message = False, f"`{name}` is not defined when its check runs."
+                        break
+                    cases = hidden_cases(name, request["seeds"][name])
+                    passed, message, more = judge_hidden(name, cases, entry, record)
+                    flags += more
+                    if not passed:
+                        break
+        except Tampered as err:
+            tampered.append(str(err))
+            passed, message, flags = False, "Not graded: your results could not be read.", []
+        verdicts[test["id"]] = {
+            "passed": passed,
+            "message": str(message)[:2000],
+            "flags": list(dict.fromkeys(flags))[:50],
+        }
+    return {"verdicts": verdicts, "tampered": tampered}
+
+
+# --------------------------------------------------------------------------- bounded
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+
+
+def _limit_memory(extra_mb: int) -> None:
+    """Let this process grow by ``extra_mb`` beyond what it uses now (address space)."""
+    import resource
+
+    try:
+        with open("/proc/self/status") as fh:
+            size = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize"))
+    except (OSError, StopIteration):
+        return
+    limit = size + extra_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _child(conn, request: dict, memory_mb: int) -> None:
+    _die_with_parent()
+    conn.send("started")  # the time limit counts from here, not from the server's start
+    try:
+        _limit_memory(memory_mb)
+        result = judge_notebook(request)
+    except MemoryError:
+        result = {"exceeded": "memory"}
+    except Exception as err:  # noqa: BLE001 (reported as a grader error by the job)
+        result = {"error": f"{type(err).__name__}: {err}"[:600]}
+    try:
+        conn.send(result)
+    except MemoryError:
+        conn.send({"exceeded": "memory"})
+    conn.close()
+
+
+_CONTEXT: list = []
+
+
+def _context():
+    if not _CONTEXT:
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            import pkgutil
+
+            import attnlib.checks
+
+            checks = [
+                f"attnlib.checks.{m.name}" for m in pkgutil.iter_modules(attnlib.checks.__path__)
+            ]
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD + checks)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+        _CONTEXT.append(ctx)
+    return _CONTEXT[0]
+
+
+def judge_bounded(request: dict, seconds: float, memory_mb: int) -> dict:
+    """:func:`judge_notebook` in a fresh process limited to ``seconds`` of wall time and
+    ``memory_mb`` more memory; ``{"exceeded": "time"|"memory"}`` when it goes over."""
+    ctx = _context()
+    mine, theirs = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child, args=(theirs, request, memory_mb), daemon=True)
+    process.start()
+    theirs.close()
+    result, late = None, False
+    try:
+        if mine.poll(STARTUP_SECONDS) and mine.recv() == "started":
+            start = time.monotonic()
+            if mine.poll(seconds):
+                result = mine.recv()
+            late = time.monotonic() - start >= seconds
+    except (EOFError, OSError):
+        result = None
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+        mine.close()
+    if result is None:
+        result = {"exceeded": "time" if late else "memory"}
+    return result

@@ -15,7 +15,8 @@ import json
 
 import nbformat
 
-from grader.course import release_path
+from grader.course import FORMER_NAMES
+from grader.release import METADATA_KEY
 
 
 class Unreadable(Exception):
@@ -98,9 +99,25 @@ def submitted_cells(data: dict) -> list[dict]:
     return cells
 
 
-def release(assignment: str):
-    """The trusted release notebook students received."""
-    return nbformat.read(release_path(assignment), as_version=4)
+def release_notes(data: dict, notebook: str, version: str, name: str) -> list[str]:
+    """Notes on the release a submission says it was made from (its metadata)."""
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    made = meta.get(METADATA_KEY) if isinstance(meta.get(METADATA_KEY), dict) else None
+    if made is None and FORMER_NAMES.get(name.removesuffix(".ipynb")) == notebook:
+        return []  # intake's note already says which notebook it is and how it was graded
+    if made is None:
+        return [
+            f"`{name}` was made from an older release (no release version); graded as {notebook}"
+        ]
+    notes = []
+    if made.get("notebook") != notebook:
+        notes.append(f"`{name}` says it is {str(made.get('notebook'))[:60]}; graded as {notebook}")
+    elif made.get("version") != version:
+        notes.append(
+            f"made from release {str(made.get('version'))[:20]} of {notebook} "
+            f"(the current one is {version})"
+        )
+    return notes
 
 
 def _meta(cell) -> dict:
@@ -116,8 +133,9 @@ def is_test(cell) -> bool:
     return bool(meta.get("grade")) and not meta.get("solution")
 
 
-def rebuild(base, cells: list[dict], source=None) -> tuple[object, dict, list[str]]:
+def rebuild(base, cells: list[dict], source_cells=None) -> tuple[object, dict, list[str]]:
     """The graded notebook: ``base`` with the student's answer sources put in.
+    ``source_cells``: {grade_id: the instructor's source}.
 
     Returns (notebook, {grade_id: "found"|"missing"}, structure flags).
     """
@@ -138,14 +156,14 @@ def rebuild(base, cells: list[dict], source=None) -> tuple[object, dict, list[st
             found[gid] = "found"
         else:
             found[gid] = "missing"
-    return nb, found, structure_flags(base, cells, source)
+    return nb, found, structure_flags(base, cells, source_cells)
 
 
-def structure_flags(base, cells: list[dict], source=None) -> list[str]:
-    """What the student changed in cells they were not meant to edit. ``source``: the
-    instructor's notebook, whose hidden test cells legitimately differ from the release."""
+def structure_flags(base, cells: list[dict], source_cells=None) -> list[str]:
+    """What the student changed in cells they were not meant to edit. ``source_cells``: the
+    instructor's sources, whose hidden test cells legitimately differ from the release."""
     flags = []
-    instructor = {_meta(c).get("grade_id"): c.source for c in (source.cells if source else [])}
+    instructor = source_cells or {}
     trusted = {_meta(c)["grade_id"]: c for c in base.cells if _meta(c).get("grade_id")}
     order = [_meta(c)["grade_id"] for c in base.cells if _meta(c).get("grade_id")]
     seen: dict[str, int] = {}

@@ -179,7 +179,12 @@ def _histogram(path: Path, total_rows: list[dict]) -> None:
     plt.close(fig)
 
 
+NO_SANDBOX = "graded WITHOUT the OS sandbox (--no-sandbox): trusted submissions only"
+
+
 def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
+    """``report/``; results graded without the sandbox say so in its header and flags.csv."""
+    sandboxed = all(r.get("sandboxed", True) for r in results)
     folder = out / "report"
     folder.mkdir(exist_ok=True)
     stats = exercise_stats(grade_rows)
@@ -192,6 +197,8 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
         for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
         for f in r.get("flags", [])
     ]
+    if not sandboxed:
+        flag_rows.insert(0, {"student": "(all)", "notebook": "(all)", "reason": NO_SANDBOX})
     with open(folder / "flags.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, ["student", "notebook", "reason"], lineterminator="\n")
         writer.writeheader()
@@ -201,6 +208,7 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
     timings = [r["timings"]["total"] for r in results if r.get("timings", {}).get("total")]
     body = [
         "<h1>Class report</h1>",
+        "" if sandboxed else f"<p class='lost'><b>This run was {NO_SANDBOX}.</b></p>",
         f"<p>{len(total_rows)} students, {len(results)} notebooks graded. "
         f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
         "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
@@ -226,7 +234,7 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
             + "</tr>"
         )
     body.append("</table><h2>Flagged submissions (for a human to review)</h2>")
-    flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows})
+    flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows if f["student"] != "(all)"})
     if not flagged:
         body.append("<p>None.</p>")
     for student, notebook in flagged:
@@ -250,6 +258,7 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
     if timings:
         body.append(
             f"<h2>Timing</h2><p>Per notebook: mean {sum(timings) / len(timings):.1f} s, "
-            f"max {max(timings):.1f} s (sandboxed kernel, wall clock).</p>"
+            f"max {max(timings):.1f} s ({'sandboxed' if sandboxed else 'unsandboxed'} kernel, "
+            "wall clock).</p>"
         )
     (folder / "index.html").write_text(_page("Class report", "".join(body)))

@@ -34,6 +34,8 @@ RISKY_MODULES = {
     "sqlite3": "opens a database",
     "subprocess": "starts processes",
     "ctypes": "loads native code",
+    "cffi": "loads native code",
+    "marshal": "loads compiled code",
     "gc": "walks live objects",
     "inspect": "inspects the caller's frames",
     "importlib": "imports modules by path",
@@ -53,6 +55,14 @@ RISKY_CALLS = {
     "get_ipython": "reaches into IPython",
     "_exit": "kills the process",
     "globals": "edits global names",
+}
+# What reaches the grader's instrumentation in the kernel (its modules, its stream).
+INSTRUMENTATION = {
+    "sys.modules": "reaches loaded modules, the grader's too",
+    "sys._getframe": "inspects the caller's frames",
+    "os.close": "closes file descriptors",
+    "os.dup2": "replaces file descriptors",
+    "os.closerange": "closes file descriptors",
 }
 COMPARISON_DUNDERS = {
     "__eq__",
@@ -190,6 +200,8 @@ def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) ->
                 flag(node, f"calls a library `{dotted}` instead of writing `{grade_id}`")
             if node.attr in ("_exit", "system", "popen", "kill", "settrace", "setprofile"):
                 flag(node, f"calls `{dotted}`")
+            if dotted in INSTRUMENTATION:
+                flag(node, f"uses `{dotted}` ({INSTRUMENTATION[dotted]})")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in RISKY_CALLS:
                 flag(node, f"calls `{node.func.id}` ({RISKY_CALLS[node.func.id]})")

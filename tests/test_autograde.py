@@ -1,28 +1,35 @@
 """The instructor's grader, end to end through the real CLI.
 
 One session-scoped run grades a class of adversarial and broken submissions
-(``fixtures/adversarial.py``, one student per item of issue 5) plus a student who submits every
-solution notebook and one who submits every untouched release notebook. The tests then read
-its outputs; two small extra runs check determinism, isolation and resuming.
+(``fixtures/adversarial.py``, one student per item of issue 5), the attack class of issue 9
+(``fixtures/attacks.py``, one student per hole), a student who submits every solution
+notebook and one who submits every untouched release notebook. The tests then read its
+outputs and look at the machine afterwards; two small extra runs check determinism,
+isolation and resuming.
 """
 
 import csv
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from fixtures import attacks, mistakes
 from fixtures.adversarial import NB, build
 
 from grader.course import REPO_ROOT, assignments, exercises
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
-FAST = ["--cell-timeout", "6", "--notebook-timeout", "120", "--quiet"]
+# Cells that loop forever cost a cell limit each; 15 s leaves room for `import torch` in an
+# answer cell on a machine shared with other work.
+FAST = ["--cell-timeout", "15", "--notebook-timeout", "300", "--quiet"]
 
 
 def _grade(subs: Path, out: Path, *extra, check=True):
@@ -31,7 +38,7 @@ def _grade(subs: Path, out: Path, *extra, check=True):
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=3600,
     )
     if check:
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -44,13 +51,36 @@ def _rows(out: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory):
-    """(submissions, out, cases, rows, results) of the fixture class, graded once."""
+def listener():
+    """A TCP server on this machine's localhost during the batch: {"port", "connections"}."""
+    server = socket.create_server(("127.0.0.1", 0))
+    watch = {"port": server.getsockname()[1], "connections": []}
+
+    def accept():
+        while True:
+            try:
+                conn, peer = server.accept()
+            except OSError:
+                return
+            watch["connections"].append(peer)
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield watch
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory, listener):
+    """(submissions, out, cases, rows, results, stdout) of the fixture class, graded once."""
     root = tmp_path_factory.mktemp("class")
     subs, out = root / "submissions", root / "out"
     cases = build(subs, REPO_ROOT, out)
+    cases |= attacks.build(subs, REPO_ROOT, out, listener["port"])
+    MISTAKES.update(mistakes.build(subs))
     before = {p: p.stat().st_mtime_ns for p in subs.rglob("*")}
     proc = _grade(subs, out)
+    listener["ended"] = time.monotonic()
     after = {p: p.stat().st_mtime_ns for p in subs.rglob("*")}
     assert before == after, "grading changed the submissions folder"
     results = {}
@@ -58,6 +88,9 @@ def graded(tmp_path_factory):
         result = json.loads(path.read_text())
         results[(result["student"], result["notebook"])] = result
     return subs, out, cases, _rows(out), results, proc.stdout
+
+
+MISTAKES: dict = {}  # the mistake submissions of the batch: {student: Batch}
 
 
 def _mine(rows, student, notebook=NB):
@@ -71,7 +104,8 @@ def test_grades_csv_has_exactly_the_contract_columns(graded):
     _, out, cases, rows, _, _ = graded
     header = (out / "grades.csv").read_text().splitlines()[0]
     assert header == "student,notebook,exercise,points,max_points,message"
-    expected = {(s, a, e.grade_id) for s in cases for a in assignments() for e in exercises(a)}
+    students = set(cases) | set(MISTAKES)
+    expected = {(s, a, e.grade_id) for s in students for a in assignments() for e in exercises(a)}
     assert {(r["student"], r["notebook"], r["exercise"]) for r in rows} == expected
     assert len(rows) == len(expected)
 
@@ -107,7 +141,7 @@ def test_totals_and_missing_notebooks(graded):
     _, out, cases, rows, _, _ = graded
     with open(out / "totals.csv", newline="") as fh:
         totals = {r["student"]: r for r in csv.DictReader(fh)}
-    assert set(totals) == set(cases)
+    assert set(totals) == set(cases) | set(MISTAKES)
     full = sum(e.max_points for a in assignments() for e in exercises(a) if e.autograded)
     assert float(totals["all_solutions"]["total"]) == full
     assert float(totals["all_release"]["total"]) == 0
@@ -122,7 +156,8 @@ def test_totals_and_missing_notebooks(graded):
 # ----------------------------------------------------------------------------- pinned class
 
 
-CASE_IDS = """
+CASE_IDS = (
+    """
     honest monkeypatch_np patch_checks input_transformer custom_exc showtraceback settrace
     event_hook deleted_tests skip_tags test_to_markdown forged_cells duplicated_answer reordered
     eq_object ndarray_subclass read_secrets write_gradebook shortcut_torch course_helper
@@ -131,12 +166,15 @@ CASE_IDS = """
     syntax_error output_flood warnings corrupt_json empty_file old_nbformat latin1 wrong_name
     untitled nested zip_inside zoe not_submitted
 """.split()
+    + list(attacks.ATTACKS)
+)
 
 
 @pytest.mark.parametrize("student", CASE_IDS)
 def test_pinned_points_flags_and_messages(graded, student):
     _, _, cases, rows, results, _ = graded
     assert set(CASE_IDS) | {"all_solutions", "all_release"} == set(cases)
+    assert not set(MISTAKES) & set(cases)
     case = cases[student]
     mine = _mine(rows, student, case.notebook)
     result = results[(student, case.notebook)]
@@ -194,7 +232,7 @@ def test_gradebook_matches_grades_csv(graded):
 def test_feedback_and_report_never_show_hidden_tests(graded):
     _, out, cases, _, _, _ = graded
     pages = list((out / "feedback").glob("*.html"))
-    assert len(pages) == len(cases)
+    assert len(pages) == len(cases) + len(MISTAKES)
     autograded = list((out / "nbgrader" / "autograded").rglob("*.ipynb"))
     assert autograded
     for path in [*pages, *autograded, out / "report" / "index.html"]:
@@ -219,6 +257,215 @@ def test_class_report_files(graded):
     assert "flagged for review" in stdout
 
 
+# ----------------------------------------------------------------------------- attacks
+
+
+def _seen(out: Path, student: str, notebook: str = NB) -> dict:
+    """What an attack printed in its answer cell (``ATTACK <name> <json>``)."""
+    path = out / "nbgrader" / "autograded" / student / notebook / f"{notebook}.ipynb"
+    for cell in json.loads(path.read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("text", ""))
+            if text.startswith(f"ATTACK {student} "):
+                return json.loads(text.split(" ", 2)[2])
+    raise AssertionError(f"{student} printed no ATTACK line")
+
+
+def _sandbox_uids():
+    from grader.settings import load
+
+    settings = load()
+    return range(settings.sandbox_uid, settings.sandbox_uid + settings.sandbox_slots)
+
+
+def test_the_sandbox_is_on(graded):
+    """The probe reports who it is, what network it has and what it sees of the machine."""
+    seen = _seen(graded[1], "probe")
+    if os.geteuid() == 0:
+        assert seen["uid"] in _sandbox_uids() and seen["gid"] == seen["uid"], seen
+    else:
+        assert seen["uid"] == os.getuid()
+    assert seen["CapEff"] == "0000000000000000" and seen["NoNewPrivs"] == "1"
+    assert seen["interfaces"] == ["lo"] and seen["hostname"] == "sandbox"
+    repo = str(REPO_ROOT)
+    assert sorted(seen["repo"]) == sorted([".", "..", ".venv", "attnlib", "data", "grader"])
+    assert sorted(seen["grader"]) == [".", "..", "__init__.py", "kernel", "wire.py"]
+    assert set(seen["root"]) <= {".", "..", "bin", "dev", "etc", "home", "lib", "lib64", "proc",
+                                 "root", "sbin", "tmp", "usr", "work"}, seen["root"]  # fmt: skip
+    assert not any(m.startswith(f"{repo}/solutions") or "/out" in m for m in seen["mounts"])
+    assert int(seen["processes"]) < 20, "the sandbox sees only its own processes"
+
+
+def test_native_code_is_refused_then_walled_in(graded):
+    out = graded[1]
+    plain = _seen(out, "native_ctypes")
+    assert plain == {"np.ctypeslib": "PermissionError", "ctypes": "PermissionError"}
+    reads = _seen(out, "native_reads")
+    secrets = [k for k in reads if k.startswith("/")]
+    assert len(secrets) == 4
+    for path in secrets:
+        status, text = reads[path]
+        assert status != 0 and "No such file or directory" in text, (path, text)
+    assert reads["repo"][1].split() == ["attnlib", "data", "grader"]
+    for path, (status, text) in _seen(out, "native_writes").items():
+        assert status != 0 and ("nonexistent" in text or "denied" in text), (path, text)
+    sockets = _seen(out, "sockets")
+    assert sockets["localhost"] == sockets["network"] == "PermissionError"
+    assert "refused" in sockets["native localhost"][1]
+    assert "unreachable" in sockets["native network"][1]
+    assert sockets["interfaces"] == ["lo"]
+    disk = _seen(out, "hidden_from_disk")
+    assert disk["find"][1] == "", "no hidden inputs or records on the kernel's disk"
+    assert "kernel.json" in disk["ipc"][1] and "grader.sock" not in disk["ipc"][1]
+
+
+def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
+    """No file written outside the sandbox, no late rewrite of grades.csv by a leftover
+    process, no connection to this machine's localhost, no process of a sandbox uid."""
+    subs, out = graded[0], graded[1]
+    time.sleep(max(0.0, listener["ended"] + 6 - time.monotonic()))  # the leftover's delay
+    assert "hacked" not in (out / "grades.csv").read_text()
+    assert not (REPO_ROOT / "escape-native.txt").exists()
+    assert not (REPO_ROOT / "grades.csv").exists(), "write_gradebook wrote into the repository"
+    assert not (subs / "honest" / "escape.txt").exists()
+    assert listener["connections"] == []
+    if os.geteuid() == 0:
+        from grader.sandbox import processes_of
+
+        assert [pid for uid in _sandbox_uids() for pid in processes_of(uid)] == []
+    left = _seen(out, "leftover_process")
+    assert left["background"][0] == 0 and left["detached"][0] == 0, "the attempt really ran"
+
+
+def test_no_hidden_source_reaches_feedback(graded):
+    _, out, _, rows, _, _ = graded
+    message = _mine(rows, "leak_feedback")["hard_lookup"]["message"]
+    assert "LEAK:cat:" in message and "No such file or directory" in message
+    hidden = [
+        line.strip()
+        for path in (REPO_ROOT / "grader" / "hidden").glob("*.py")
+        for line in path.read_text().splitlines()
+        if len(line.strip()) > 30
+    ]
+    shown = (out / "grades.csv").read_text() + (out / "feedback" / "leak_feedback.html").read_text()
+    assert not [line for line in hidden if line in shown]
+
+
+def test_hostile_records_are_judged_within_limits(graded):
+    """A 10⁵-value record and an array header that claims 8 TB are refused in milliseconds;
+    a 10⁵ × 20 MB result is never sent; the rest of the class is graded as usual."""
+    from grader.settings import load
+
+    results = graded[4]
+    limit = load().judge_seconds
+    for student in ("forged_frames", "huge_record", "rewrite_record"):
+        timings = results[(student, NB)]["timings"]
+        assert timings["judge"] < limit / 2, (student, timings)
+    flags = results[("forged_frames", NB)]["flags"]
+    assert any("a sequence of 200000 is more than allowed" in f for f in flags), flags
+    assert any("does not match its" in f for f in flags), flags
+    assert _mine(graded[3], "honest")["hard_lookup"]["points"] == "2"
+
+
+def test_mutation_fails_as_in_validate(graded):
+    """The in-place softmax fails its visible and its hidden check with call()'s message."""
+    tests = graded[4][("mutating_softmax", NB)]["tests"]
+    for gid in ("test_softmax", "test_softmax_hidden"):
+        assert tests[gid]["points"] == 0
+        assert "`softmax` changed its input arrays in place (`x`)" in tests[gid]["message"]
+
+
+def test_grading_names_every_mistake_it_grades(graded):
+    """What the Validate test asks of Validate, asked of grading: each catalogue mistake the
+    visible check catches fails that check with its words, every other exercise passes it;
+    a mistake the hidden check catches costs the exercise its points."""
+    from grader.hidden import Mistake
+
+    results, seen = graded[4], set()
+    for student, batch in MISTAKES.items():
+        tests = results[(student, batch.notebook)]["tests"]
+        for ex in exercises(batch.notebook):
+            entry = batch.entry(ex.grade_id)
+            if not ex.autograded or batch.needs_wrong(ex.grade_id):
+                continue
+            visible = tests[f"test_{ex.grade_id}"]
+            if isinstance(entry, Mistake) and entry.caught_by != "hidden":
+                assert visible["points"] == 0, (student, ex.grade_id, entry.label)
+                text = visible["message"].lower()
+                assert all(w.lower() in text for w in entry.says), (entry.says, visible)
+                seen.add(entry.label)
+            else:
+                assert visible["message"] == "", (student, ex.grade_id, visible)
+            row = _mine(graded[3], student, batch.notebook)[ex.grade_id]
+            if isinstance(entry, Mistake):
+                assert float(row["points"]) < ex.max_points, (student, ex.grade_id, row)
+    # A check that measures the learner's function (its memory) fails as it did in the kernel.
+    assert "whole-score-matrix" in seen
+
+
+# ----------------------------------------------------------------------------- Validate
+
+
+def _validate(path: str) -> dict:
+    """{visible test source: its one-line message} of the cells nbgrader's Validate (the
+    learner's toolbar button) fails on ``path``, with the course's nbgrader_config.py (what
+    the cell printed on stderr before it, e.g. a RuntimeWarning, left out)."""
+    import re
+
+    from nbgrader.apps import NbGrader
+    from nbgrader.validator import Validator
+
+    app = NbGrader()
+    app.config_file_paths.append(str(REPO_ROOT))
+    app.load_config_file()
+    failed = Validator(config=app.config).validate(path).get("failed", [])
+    found = {}
+    for cell in failed:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", cell["raw_error"])
+        found[cell["source"]] = text.rpartition("✗ ")[2].strip()
+    return found
+
+
+def test_validate_and_grading_agree_on_every_mistake(graded, tmp_path):
+    """Each of the catalogue's wrong implementations (``fixtures.mistakes``: the Validate
+    test's batches, handed in) gets the same verdict on every visible test cell from Validate
+    as from the grader, and the check's message in both. (Validate's line may say more: the
+    learner's session adds what it knows, e.g. "`soft_lookup` uses `softmax`, which hasn't
+    passed its check: fix `softmax` first.", which the grader's feedback does not repeat.)"""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    import nbformat
+
+    from grader import trusted
+    from grader.settings import load
+
+    results = graded[4]
+    models = trusted.models(assignments(), load().release_cache)
+    jobs = []
+    for student, batch in sorted(MISTAKES.items()):
+        path = tmp_path / student / f"{batch.notebook}.ipynb"
+        path.parent.mkdir()
+        nbformat.write(batch.submission(demos=False), path)  # Validate judges test cells only
+        jobs.append((student, batch.notebook, str(path)))
+    with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=get_context("spawn")) as pool:
+        validated = list(pool.map(_validate, [job[2] for job in jobs]))
+    disagree, compared = [], 0
+    for (student, notebook, _), found in zip(jobs, validated, strict=True):
+        graded_tests = results[(student, notebook)]["tests"]
+        for test in models[notebook].tests:
+            if test.hidden:
+                continue
+            got, message = graded_tests[test.id], found.get(test.source)
+            passed = got["points"] == got["max_points"]
+            compared += message is not None
+            said = message is None or got["message"] in message
+            if (message is None) != passed or not said:
+                disagree.append((student, test.id, message, got["message"]))
+    assert not disagree, disagree[:5]
+    assert len(jobs) >= len(assignments()) and compared >= len(jobs), "too few mistakes seen"
+
+
 # ----------------------------------------------------------------------------- reruns
 
 
@@ -239,13 +486,93 @@ def test_rerun_is_identical_and_isolated(graded, tmp_path):
     assert _rows(tmp_path / "out") == again
 
 
+def _leftovers(mark: str) -> list[int]:
+    """Live processes of one grading run: its workers and judges (they carry ``mark`` in
+    their environment) and, when the grader is root, any process of a sandbox uid."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if mark.encode() in Path(f"/proc/{entry.name}/environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    if os.geteuid() == 0:
+        from grader.sandbox import processes_of
+
+        found += [pid for uid in _sandbox_uids() for pid in processes_of(uid)]
+    return found
+
+
+def _gone(mark: str, seconds: float = 20) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := _leftovers(mark)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _start(subs: Path, out: Path, mark: str):
+    return subprocess.Popen(
+        [*CLI, str(subs), "--out", str(out), *FAST, "--jobs", "2"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "ATTN_TEST_RUN": mark},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_a_result(proc, out: Path) -> None:
+    deadline = time.monotonic() + 300
+    while not list((out / "work" / "results").glob("*/*.json")):
+        assert proc.poll() is None and time.monotonic() < deadline, "no result before the stop"
+        time.sleep(0.2)
+
+
+def _copy_class(subs: Path, dest: Path, students) -> None:
+    for student in students:
+        (dest / student).mkdir(parents=True)
+        (dest / student / f"{NB}.ipynb").write_bytes((subs / student / f"{NB}.ipynb").read_bytes())
+
+
+def test_sigterm_stops_cleanly_and_the_rerun_resumes(graded, tmp_path):
+    """SIGTERM mid-batch: exit 130 with a one-line note, no worker, judge or sandbox left;
+    the rerun grades only what is missing and gives the same grades.csv as the batch."""
+    subs, _, _, rows, _, _ = graded
+    small = tmp_path / "subs"
+    students = ("honest", "patch_checks", "syntax_error", "loop_in_function")
+    _copy_class(subs, small, students)
+    out, mark = tmp_path / "out", f"sigterm-{os.getpid()}-{time.time()}"
+    proc = _start(small, out, mark)
+    _wait_for_a_result(proc, out)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted:" in stderr, stderr[-2000:]
+    assert _gone(mark) == [], "workers, judges or sandboxes outlived the stopped grader"
+    assert not (out / "grades.csv").exists()
+    finished = len(list((out / "work" / "results").glob("*/*.json")))
+    resumed = _grade(small, out)
+    assert f"({finished} reused" in resumed.stdout
+    want = [r for r in rows if r["student"] in students and r["notebook"] == NB]
+    assert _rows(out) == want
+
+
+def test_a_killed_grader_takes_its_workers_and_sandboxes_with_it(graded, tmp_path):
+    small = tmp_path / "subs"
+    _copy_class(graded[0], small, ("loop_in_function", "leftover_process", "honest"))
+    out, mark = tmp_path / "out", f"sigkill-{os.getpid()}-{time.time()}"
+    proc = _start(small, out, mark)
+    _wait_for_a_result(proc, out)
+    os.kill(proc.pid, signal.SIGKILL)  # the main process alone: no chance to clean up
+    proc.wait(30)
+    assert _gone(mark) == [], "a worker, judge or sandbox outlived its killed grader"
+
+
 def test_interrupted_run_resumes_without_regrading(graded, tmp_path):
     subs, _, _, rows, _, _ = graded
     small = tmp_path / "subs"
     students = ("honest", "patch_checks", "syntax_error")
-    for student in students:
-        (small / student).mkdir(parents=True)
-        (small / student / f"{NB}.ipynb").write_bytes((subs / student / f"{NB}.ipynb").read_bytes())
+    _copy_class(subs, small, students)
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [*CLI, str(small), "--out", str(out), *FAST, "--jobs", "1"],
@@ -254,10 +581,7 @@ def test_interrupted_run_resumes_without_regrading(graded, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 300
-    while not list((out / "work" / "results").glob("*/*.json")):
-        assert proc.poll() is None and time.monotonic() < deadline, "no result before the kill"
-        time.sleep(0.2)
+    _wait_for_a_result(proc, out)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "grades.csv").exists()

@@ -3,6 +3,7 @@ comparing shapes and values, and reporting in one friendly line (in a notebook, 
 handler of ``attnlib.checks._cells``, installed when this module is imported)."""
 
 import importlib
+import inspect
 import numbers
 import pkgutil
 import re
@@ -106,12 +107,15 @@ def _floating(x) -> bool:
 
 
 def call(fn, *args, name=None, hint=None, **kwargs):
-    """Call the learner's ``fn``; turn a stub, a crash or a result less precise than its
-    inputs into a clear CheckFailed. ``hint`` says what a crash on these inputs likely means
-    (otherwise the exercise's registered ``crash_hints`` do)."""
+    """Call the learner's ``fn``; turn a stub, a crash, a change to its input arrays (the
+    caller's data would change) or a result less precise than its inputs into a clear
+    CheckFailed. ``hint`` says what a crash on these inputs likely means (otherwise the
+    exercise's registered ``crash_hints`` do)."""
     name = name or getattr(fn, "__name__", "your function")
     if not callable(fn):
         raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
+    given = [*args, *kwargs.values()]
+    before = {i: a.copy() for i, a in enumerate(given) if isinstance(a, np.ndarray)}
     try:
         result = fn(*args, **kwargs)
     except NotImplementedError as err:
@@ -128,6 +132,28 @@ def call(fn, *args, name=None, hint=None, **kwargs):
         raise
     except Exception as err:  # the learner's bug: the likely mistake, then what it was
         raise CheckFailed(crash_message(name, err, args, hint)) from None
+    changed = [
+        i
+        for i, old in before.items()
+        if given[i].shape != old.shape
+        or given[i].dtype != old.dtype
+        or not np.array_equal(given[i], old, equal_nan=old.dtype.kind in "fc")
+    ]
+    if changed:
+        names = [f"argument {i + 1}" for i in range(len(args))] + list(kwargs)
+        try:  # name the parameters as the learner wrote them
+            kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in kinds]
+            names[: min(len(args), len(params))] = params[: len(args)]
+        except (TypeError, ValueError):
+            pass
+        first = names[changed[0]]
+        raise CheckFailed(
+            f"`{name}` changed its input arrays in place "
+            f"({', '.join(f'`{names[i]}`' for i in changed)}): work on a copy "
+            f"(`{first + '.copy()' if first.isidentifier() else '.copy()'}`) or build new "
+            "arrays, so the caller's data stays as it was."
+        )
     if problem := precision_problem(result, args, name):
         raise CheckFailed(problem)
     return result

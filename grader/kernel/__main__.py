@@ -1,0 +1,3 @@
+from grader.kernel.boot import main
+
+main()

@@ -1,0 +1,61 @@
+"""``python -m grader.kernel -f CONNECTION_FILE``: a student's kernel, set up before any of
+the student's code runs.
+
+Its settings come as JSON in ``ATTN_KERNEL`` (see ``grader.sandbox.kernel_settings``): the
+grader's stream socket, the roots it may read and write, resource limits and the seed.
+"""
+
+import json
+import os
+import sys
+
+
+def _die_with_parent() -> None:
+    """Linux: this kernel gets SIGKILL when the process that started it dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+
+
+def _limit(which: str, value: int | None) -> None:
+    import resource
+
+    if value:
+        resource.setrlimit(getattr(resource, which), (value, value))
+
+
+def main(argv=None) -> None:
+    cfg = json.loads(os.environ.pop("ATTN_KERNEL"))
+    _die_with_parent()
+    _limit("RLIMIT_AS", cfg.get("memory_bytes"))
+    _limit("RLIMIT_CPU", cfg.get("cpu_seconds"))
+    _limit("RLIMIT_FSIZE", cfg.get("fsize_bytes"))
+    _limit("RLIMIT_NPROC", cfg.get("processes"))
+
+    from grader.kernel import channel, policy, tamper
+
+    channel.connect(cfg["stream"]).send({"k": "hello", "pid": os.getpid()})
+
+    import importlib
+    import pkgutil
+    import random
+
+    import numpy as np
+    from ipykernel.kernelapp import IPKernelApp
+
+    import attnlib.checks
+
+    seed = int(cfg.get("seed", 0))
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    app = IPKernelApp.instance()
+    app.initialize(sys.argv[1:] if argv is None else argv)
+    for info in pkgutil.iter_modules(attnlib.checks.__path__):
+        importlib.import_module(f"attnlib.checks.{info.name}")
+    import grader.kernel.recorders  # noqa: F401 (loaded before the policy, like the checks)
+
+    tamper.snapshot(app.shell)
+    policy.install(cfg["read"], cfg["write"], cfg["libraries"])
+    app.start()

@@ -1,0 +1,119 @@
+"""What checks and IPython rely on, snapshotted when the kernel starts, so changes show.
+
+The judge replays visible checks outside the kernel, so a patched ``np.allclose`` or check
+function changes no grade; these reports tell the instructor who tried.
+"""
+
+import builtins
+import sys
+
+_SNAPSHOT: dict = {}
+_NUMPY_NAMES = (
+    "allclose",
+    "isclose",
+    "all",
+    "any",
+    "array_equal",
+    "asarray",
+    "array",
+    "save",
+    "load",
+    "abs",
+    "max",
+    "min",
+    "sum",
+    "exp",
+    "isfinite",
+    "where",
+    "argmax",
+)
+_BUILTIN_NAMES = ("isinstance", "abs", "print", "len", "callable", "type", "hasattr", "getattr")
+
+
+def _owners():
+    """{name: (object, attribute)} for the functions checks rely on."""
+    import numpy as np
+
+    owners = {f"np.{a}": (np, a) for a in _NUMPY_NAMES}
+    owners["np.testing.assert_allclose"] = (np.testing, "assert_allclose")
+    owners |= {f"builtins.{a}": (builtins, a) for a in _BUILTIN_NAMES}
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("attnlib.checks") and mod is not None:
+            for attr, value in list(vars(mod).items()):
+                if callable(value) and not attr.startswith("__"):
+                    owners[f"{name}.{attr}"] = (mod, attr)
+    return owners
+
+
+def _watched():
+    return {name: getattr(obj, attr, None) for name, (obj, attr) in _owners().items()}
+
+
+def _user_defined(obj) -> bool:
+    """True for hooks written in a notebook cell rather than shipped by a library."""
+    code = getattr(obj, "__code__", None) or getattr(
+        vars(type(obj)).get("__call__"), "__code__", None
+    )
+    filename = getattr(code, "co_filename", "") if code is not None else ""
+    return not filename.startswith((sys.prefix, sys.base_prefix))
+
+
+def _shell_state(shell):
+    hooks = list(shell.input_transformers_cleanup) + list(shell.input_transformers_post)
+    hooks += list(shell.ast_transformers)
+    hooks += [cb for cbs in shell.events.callbacks.values() for cb in cbs]
+    return {
+        "user-defined IPython hooks (input/AST transformers, events)": sum(
+            map(_user_defined, hooks)
+        ),
+        "custom exception handler (set_custom_exc)": repr(shell.custom_exceptions),
+        "showtraceback": "showtraceback" in vars(shell) or "_showtraceback" in vars(shell),
+        "sys.excepthook": sys.excepthook is sys.__excepthook__,
+        "sys.settrace": sys.gettrace() is None,
+        "sys.setprofile": sys.getprofile() is None,
+    }
+
+
+def snapshot(shell) -> None:
+    """Remember how things are before any student code runs."""
+    _SNAPSHOT["watched"] = _watched()
+    _SNAPSHOT["shell"] = _shell_state(shell)
+
+
+def anomalies() -> list[str]:
+    """What changed since the kernel started, among things checks and IPython rely on."""
+    found = []
+    for name, fn in _watched().items():
+        if name in _SNAPSHOT["watched"] and _SNAPSHOT["watched"][name] is not fn:
+            found.append(f"{name} was replaced")
+    try:
+        from IPython import get_ipython
+
+        now = _shell_state(get_ipython())
+        for key, before in _SNAPSHOT["shell"].items():
+            if now[key] != before:
+                found.append(f"changed at run time: {key}")
+    except Exception as err:  # noqa: BLE001 (any failure here is itself suspicious)
+        found.append(f"could not inspect the shell: {type(err).__name__}")
+    return sorted(set(found))[:50]
+
+
+class Pristine:
+    """Put back the functions checks rely on while a check runs, then the learner's again:
+    a learner's monkeypatch then cannot steer the visible check down another path."""
+
+    def __enter__(self):
+        self.changed = []
+        for name, (obj, attr) in _owners().items():
+            original = _SNAPSHOT["watched"].get(name)
+            current = getattr(obj, attr, None)
+            if original is not None and current is not original:
+                try:
+                    setattr(obj, attr, original)
+                    self.changed.append((obj, attr, current))
+                except (AttributeError, TypeError):
+                    pass
+
+    def __exit__(self, *exc):
+        for obj, attr, value in self.changed:
+            setattr(obj, attr, value)

@@ -1,0 +1,264 @@
+"""The grader's walls, piece by piece: the wire format's limits, the bounded judge, the
+settings, and small runs of the real CLI for what the big batch cannot show (no sandbox,
+no bubblewrap, a notebook whose judging goes over its limits)."""
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from fixtures.adversarial import _write, honest, with_answer
+
+from grader import wire
+from grader.course import REPO_ROOT
+from grader.judge import judge_bounded
+
+CLI = [sys.executable, "-m", "grader", "autograde"]
+FAST = ["--cell-timeout", "20", "--notebook-timeout", "200", "--quiet"]
+
+
+# ----------------------------------------------------------------------------- wire
+
+
+def test_wire_round_trips_what_records_hold():
+    value = {
+        "none": None,
+        "flags": [True, False],
+        "numbers": (1, -(2**70), 2.5, float("nan"), 1j),
+        "text": "é",
+        "bytes": b"\x00\x01",
+        "matrix": np.arange(6.0).reshape(2, 3),
+        "fortran": np.asfortranarray(np.ones((3, 2), dtype=np.float32)),
+        "scalar": np.float32(2.0),
+        "empty": np.zeros((0, 4), dtype=np.int64),
+    }
+    back = wire.decode(wire.encode(value))
+    assert back.keys() == value.keys()
+    assert back["numbers"][:3] == (1, -(2**70), 2.5) and back["numbers"][4] == 1j
+    assert type(back["scalar"]) is np.float32 and back["fortran"].flags.f_contiguous
+    for key in ("matrix", "fortran", "empty"):
+        assert back[key].dtype == value[key].dtype and np.array_equal(back[key], value[key])
+    assert back["matrix"].flags.writeable
+
+
+def test_wire_stands_in_for_what_is_not_numbers():
+    class Sub(np.ndarray):
+        pass
+
+    back = wire.decode(wire.encode([np.ones(2).view(Sub), object(), np.array(["a"])]))
+    found: list = []
+    plain = wire.plain(back, found)
+    assert found == ["Sub"] and type(plain[0]) is np.ndarray
+    assert isinstance(plain[1], wire.Opaque) and plain[1].type_name == "object"
+    assert plain[1] != plain[1], "a stand-in equals nothing"
+    assert plain[2].type_name == "array of <U1"
+
+
+def test_encoder_refuses_more_than_the_limits():
+    big = np.zeros(20 * 2**20 // 8)
+    with pytest.raises(wire.TooLarge):
+        wire.encode([big] * 100_000)  # no references: this would be 2 TB
+    with pytest.raises(wire.TooLarge):
+        wire.encode(list(range(wire.LIMITS.entries + 1)))
+    nested: list = []
+    for _ in range(wire.LIMITS.depth + 2):
+        nested = [nested]
+    with pytest.raises(wire.TooLarge):
+        wire.encode(nested)
+
+
+def _npy(shape, descr="<f8", data=b""):
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape!r}, }}".encode()
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    npy = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+    return b"a" + len(npy).to_bytes(4, "little") + npy
+
+
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (_npy((10**6, 10**6), data=bytes(80)), "does not match"),  # 8 TB claimed
+        (_npy((3,), descr="|O8", data=bytes(24)), "plain numbers"),  # objects: never
+        (b"l" + (10**9).to_bytes(4, "little") + b"N", "more than allowed"),
+        (b"l" + (200_000).to_bytes(4, "little") + b"N" * 200_000, "more than allowed"),
+        (b"l\x01\x00\x00\x00" * 40 + b"N", "nested deeper"),
+        (b"s\x05\x00\x00\x00ab", "more than allowed or than the bytes left"),
+        (b"s\x02\x00\x00\x00\xff\xfe", "not UTF-8"),
+        (b"NN", "bytes after the value"),
+        (b"Z", "unknown tag"),
+        (b"d\x01\x00\x00\x00iAAAAAAAAN", "key that is not text"),
+    ],
+)
+def test_decoder_refuses_hostile_bytes_before_allocating(data, why):
+    with pytest.raises(wire.Malformed, match=why):
+        wire.decode(data)
+
+
+def test_decoding_has_a_time_limit():
+    data = wire.encode(list(range(5000)))
+    with pytest.raises(wire.Malformed, match="took more than"):
+        wire.decode(data, wire.Limits(decode_seconds=0.0))
+
+
+def test_one_budget_for_the_values_of_one_record():
+    budget = wire.Budget(wire.Limits(entries=1500))
+    piece = wire.encode(list(range(999)))
+    wire.decode(piece, budget=budget)
+    with pytest.raises(wire.Malformed, match="more than"):
+        wire.decode(piece, budget=budget)
+
+
+def test_stream_frames_are_bounded():
+    class Sock:
+        def __init__(self, data):
+            self.buf = io.BytesIO(data)
+
+        def recv(self, n):
+            return self.buf.read(n)
+
+    good = wire.frame({"k": "log"})
+    assert wire.decode(wire.read_frame(Sock(good))) == {"k": "log"}
+    assert wire.read_frame(Sock(b"")) is None
+    with pytest.raises(wire.Malformed, match="a frame of"):
+        wire.read_frame(Sock((2**31).to_bytes(4, "little")))
+    with pytest.raises(wire.Malformed, match="ended inside"):
+        wire.read_frame(Sock(good[:-1]))
+
+
+# ----------------------------------------------------------------------------- judge
+
+
+def _request(imports):
+    return {"imports": imports, "tests": [], "records": {}, "seeds": {}}
+
+
+def test_judge_runs_in_a_process_with_a_time_limit():
+    start = time.monotonic()
+    assert judge_bounded(_request("import time\ntime.sleep(120)"), 3, 512) == {"exceeded": "time"}
+    assert time.monotonic() - start < 60, "the judging process was not stopped"
+
+
+def test_judge_runs_in_a_process_with_a_memory_limit():
+    result = judge_bounded(_request("x = bytearray(4 * 2**30)"), 60, 256)
+    assert result == {"exceeded": "memory"}
+    assert judge_bounded(_request("x = bytearray(2**20)"), 60, 256) == {
+        "verdicts": {},
+        "tampered": [],
+    }
+
+
+# ----------------------------------------------------------------------------- settings
+
+
+def test_settings_come_from_nbgrader_config_with_overrides(tmp_path):
+    from grader.settings import load
+
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.GraderSettings.cell_timeout = 7\n"
+        "c.GraderSettings.validate_timeout = 9\n"
+        "c.Execute.timeout = c.GraderSettings.validate_timeout\n"
+    )
+    settings = load({"notebook_timeout": 50, "memory_mb": None}, path=tmp_path)
+    assert (settings.cell_timeout, settings.notebook_timeout) == (7, 50)
+    assert settings.memory_mb == load(path=tmp_path).memory_mb
+    course = load()
+    config = (REPO_ROOT / "nbgrader_config.py").read_text()
+    assert "import grader" not in config and "from grader" not in config
+    assert f"c.GraderSettings.cell_timeout = {course.cell_timeout}" in config
+    assert "c.Execute.timeout = c.GraderSettings.validate_timeout" in config
+
+
+# ----------------------------------------------------------------------------- small runs
+
+
+def _run(subs, out, *extra, env=None):
+    return subprocess.run(
+        [*CLI, str(subs), "--out", str(out), *FAST, *extra],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+
+
+def _rows(out):
+    with open(out / "grades.csv", newline="") as fh:
+        return {(r["student"], r["exercise"]): r for r in csv.DictReader(fh)}
+
+
+def test_without_bubblewrap_the_grader_stops_with_one_line(tmp_path):
+    _write(tmp_path / "subs", "honest", honest())
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = {**os.environ, "PATH": str(bare)}
+    proc = _run(tmp_path / "subs", tmp_path / "out", env=env)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "apt-get install bubblewrap" in lines[0] and "--no-sandbox" in lines[0]
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_no_sandbox_grades_trusted_work_and_says_so(tmp_path):
+    _write(tmp_path / "subs", "honest", honest())
+    proc = _run(tmp_path / "subs", tmp_path / "out", "--no-sandbox")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "out"
+    assert (out / "grades.csv").read_text().splitlines()[0] == (
+        "student,notebook,exercise,points,max_points,message"
+    )
+    assert _rows(out)[("honest", "softmax")]["points"] == "2"
+    assert "without the os sandbox" in proc.stdout.lower()
+    assert "WITHOUT the OS sandbox" in (out / "report" / "index.html").read_text()
+    with open(out / "report" / "flags.csv", newline="") as fh:
+        flags = list(csv.DictReader(fh))
+    assert flags[0] == {
+        "student": "(all)",
+        "notebook": "(all)",
+        "reason": "graded WITHOUT the OS sandbox (--no-sandbox): trusted submissions only",
+    }
+
+
+BIG_RESULT = """
+def hard_lookup(query, keys, values):
+    return np.zeros(6 * 2**20)  # 48 MB: recorded, but too big to judge in 40 MB
+"""
+
+
+def test_judging_over_its_limits_costs_only_that_notebook(tmp_path):
+    subs = tmp_path / "subs"
+    _write(subs, "honest", honest())
+    _write(subs, "big", with_answer("hard_lookup", BIG_RESULT))
+    proc = _run(subs, tmp_path / "out", "--judge-memory-mb", "40")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = _rows(tmp_path / "out")
+    for exercise in ("softmax", "hard_lookup", "soft_lookup", "design_keys_values"):
+        assert rows[("big", exercise)]["points"] == "0"
+        assert "grading exceeded its limits" in rows[("big", exercise)]["message"]
+        assert rows[("honest", exercise)]["message"] == ""
+    assert rows[("big", "keys_vs_values")]["message"] == "graded by hand"
+    with open(tmp_path / "out" / "report" / "flags.csv", newline="") as fh:
+        flags = {(r["student"], r["reason"]) for r in csv.DictReader(fh)}
+    assert ("big", "grading exceeded its limits (memory)") in flags
+    assert not [f for f in flags if f[0] == "honest"]
+
+
+def test_release_cache_is_built_from_solutions_not_notebooks(tmp_path):
+    """A notebooks/ folder that a learner or JupyterLab edited changes nothing: the grader
+    builds its trusted release from solutions/ (one nbgrader run per content hash)."""
+    from grader import trusted
+    from grader.course import release_path
+    from grader.settings import load
+
+    folder = trusted.release_folder(load().release_cache)
+    assert (folder / ".complete").is_file()
+    assert trusted.release_folder(load().release_cache) == folder  # cached by content
+    for nb in folder.glob("*/*.ipynb"):
+        committed = release_path(nb.parent.name)
+        assert nb.read_bytes() == committed.read_bytes(), "run `make release`"
+    assert shutil.which("bwrap"), "make test installs bubblewrap"
