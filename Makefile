@@ -37,7 +37,8 @@ release: setup
 	$(PY) -m grader release
 
 grade: setup sandbox
-	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)
+	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT) \
+	  $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) $(if $(STUDENTS),--students $(STUDENTS))
 
 formgrader: setup
 	$(PY) -m grader formgrader $(OUT)

@@ -37,7 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from time import monotonic
 
-from grader import course, report
+from grader import course
 from grader.cli import UserError
 
 
@@ -52,7 +52,14 @@ def add_arguments(parser):
         nargs="+",
         metavar="NAME",
         help="grade only these notebooks (default: every course notebook that "
-        "at least one student submitted)",
+        "at least one student submitted); OUT keeps the others' grades",
+    )
+    parser.add_argument(
+        "--students",
+        nargs="+",
+        metavar="NAME",
+        help="grade only these students (folder or zip names in SUBMISSIONS); OUT keeps "
+        "the others' grades",
     )
     options = [
         ("--jobs", "workers", int, "parallel workers (0: one per core)"),
@@ -133,14 +140,26 @@ def _answer_ids() -> dict:
     return {a: {e.grade_id for e in course.exercises(a)} for a in course.assignments()}
 
 
+def _unknown(kind: str, asked: list[str], known: list[str]) -> None:
+    unknown = [n for n in asked if n not in known]
+    if unknown:
+        shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+        raise UserError(f"unknown {kind} {unknown[0]!r}; known {kind}s: {shown}")
+
+
+def _choose_students(args, entries: dict) -> dict:
+    if not args.students:
+        return entries
+    _unknown("student", args.students, sorted(entries))
+    return {name: entries[name] for name in args.students}
+
+
 def _choose(args, students) -> list[str]:
     known = course.assignments()
     if args.notebooks:
         names = [n.removesuffix(".ipynb") for n in args.notebooks]
         names = [course.FORMER_NAMES.get(n, n) for n in names]
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise UserError(f"unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}")
+        _unknown("notebook", names, known)
         return sorted(set(names), key=known.index)
     chosen = [a for a in known if any(a in s.notebooks for s in students)]
     if not chosen:
@@ -262,7 +281,7 @@ def _jobs(students, assignments, trusted, settings) -> list:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from grader import gradebook, intake, trusted
+    from grader import gradebook, intake, totals, trusted
     from grader.job import grade, job_key
 
     start = monotonic()
@@ -270,9 +289,17 @@ def run(args) -> int:
     subs, out = _check_paths(args)
     if args.notebooks:
         _choose(args, [])  # unknown names fail before anything is written
+    every_student, ignored = intake.student_entries(subs)
+    entries = _choose_students(args, every_student)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    students, ignored = intake.collect(subs, course.assignments(), _answer_ids(), out / "work")
-    assignments = _choose(args, students)
+    try:
+        students = intake.collect(entries, course.assignments(), _answer_ids(), out / "work")
+        assignments = _choose(args, students)
+    except UserError:
+        if created:  # a run that cannot start leaves no OUT behind
+            shutil.rmtree(out)
+        raise
     models = trusted.models(assignments, settings.release_cache)
     gradebook.prepare(out, {a: m.release for a, m in models.items()})
     jobs = _jobs(students, assignments, models, settings)
@@ -335,16 +362,13 @@ def run(args) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     progress.close()
 
-    manual = {}
-    for key, result in sorted(results.items()):  # the single writer of the gradebook
-        manual[key] = gradebook.save(out, result)
+    for result in (results[k] for k in sorted(results)):  # the single writer of the gradebook
+        gradebook.save(out, result)
+    # OUT's outputs cover the whole class: this run's results and those an earlier run kept
+    # for students or notebooks not chosen now (--students, --notebooks).
+    totals.write_run(out, sorted(every_student), ignored)
+    totals.rewrite(out)
     ordered = [results[k] for k in sorted(results)]
-    grade_rows = report.rows(ordered, manual)
-    report.write_grades(out, grade_rows)
-    total_rows = report.totals(grade_rows, assignments)
-    report.write_totals(out, total_rows, assignments)
-    report.write_feedback(out, grade_rows, ordered)
-    report.write_class_report(out, grade_rows, total_rows, ordered, ignored)
 
     times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
     flagged = sorted({r["student"] for r in ordered if r.get("flags")})

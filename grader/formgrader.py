@@ -22,7 +22,6 @@ button stops before any file is touched and says which command grades instead.
 """
 
 import argparse
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -91,13 +90,20 @@ def _lay_out_submission(root: Path, student: str, assignment: str) -> None:
         nbformat.write(nb, folder / f"{assignment}.ipynb")
 
 
+def _trusted_release(assignment: str) -> str:
+    from grader import settings, trusted
+
+    return trusted.models([assignment], settings.load().release_cache)[assignment].release
+
+
 def prepare(out: Path, exchange: Path | None = None) -> Path:
     """Make OUT/nbgrader ready for formgrader; return the launch profile folder."""
     root = out.resolve() / "nbgrader"
     for assignment, students in graded(out).items():
-        source = root / "source" / assignment
-        source.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(course.release_path(assignment), source / f"{assignment}.ipynb")
+        source = root / "source" / assignment / f"{assignment}.ipynb"
+        if not source.is_file():  # graded before the grader kept its release in OUT
+            source.parent.mkdir(parents=True, exist_ok=True)
+            source.write_text(_trusted_release(assignment))
         for student in students:
             _lay_out_submission(root, student, assignment)
     exchange = (exchange or root / "exchange").resolve()

@@ -4,8 +4,9 @@ Assignments are recorded from the trusted *release* notebooks (built from ``solu
 see ``grader.trusted``) with nbgrader's own ``SaveCells``
 (so the database never holds hidden test sources), and each graded notebook with nbgrader's
 ``SaveAutoGrades``, which keeps any manual score an instructor already gave in formgrader.
-``OUT/nbgrader/nbgrader_config.py`` points formgrader at this course folder and database:
-``cd OUT/nbgrader && nbgrader formgrader``.
+``OUT/nbgrader/nbgrader_config.py`` points formgrader at this course folder and database,
+and ``OUT/nbgrader/source/`` holds the release each notebook was graded against:
+``make formgrader OUT=...`` opens it (``grader.formgrader``).
 """
 
 import os
@@ -56,6 +57,9 @@ def prepare(out: Path, releases: dict) -> None:
         for assignment in releases:
             gb.update_or_create_assignment(assignment)
     for assignment, text in releases.items():
+        source = course / "source" / assignment / f"{assignment}.ipynb"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(text)  # what formgrader shows: the release, never the solution
         nb = nbformat.reads(text, as_version=4)
         try:
             SaveCells().preprocess(nb, _resources(out, assignment))

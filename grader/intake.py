@@ -149,32 +149,48 @@ def collect_student(
     return sub
 
 
-def collect(submissions: Path, assignments: list[str], answer_ids: dict, work: Path):
-    """[Submission] for every student folder or zip in ``submissions``, and ignored entries."""
+def student_entries(submissions: Path) -> tuple[dict[str, Path], list[str]]:
+    """({student: folder or zip}, ignored names) of a submissions folder, checked before
+    anything is unpacked or written."""
     if not submissions.exists():
         raise UserError(f"submissions folder {submissions} does not exist")
     if not submissions.is_dir():
         raise UserError(f"{submissions} is not a folder (expected one folder per student)")
-    entries = sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__")))
-    students, ignored = [], []
-    for entry in entries:
+    found: dict[str, list[Path]] = {}
+    ignored = []
+    for entry in sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__"))):
         if entry.is_dir() and not entry.is_symlink():
-            student = entry.name
+            found.setdefault(entry.name, []).append(entry)
         elif entry.is_file() and entry.suffix.lower() == ".zip":
-            student = entry.stem
+            found.setdefault(entry.stem, []).append(entry)
         else:
             ignored.append(entry.name)
-            continue
+    if not found:
+        raise UserError(_no_students(submissions, ignored))
+    twice = sorted(name for name, paths in found.items() if len(paths) > 1)
+    if twice:
+        raise UserError(f"student {twice[0]!r} appears both as a folder and as a zip")
+    return {name: paths[0] for name, paths in found.items()}, ignored
+
+
+def _no_students(submissions: Path, files: list[str]) -> str:
+    layout = "one folder (or zip) per student, named by student id, e.g. SUBMISSIONS/ada/"
+    notebooks = [f for f in files if f.lower().endswith(".ipynb")]
+    if notebooks:
+        return (
+            f"{submissions} holds notebooks ({notebooks[0]}), not student folders: it looks "
+            f"like one student's folder. Pass the folder that holds {layout}"
+        )
+    if files:
+        return f"{submissions} holds no student folder or zip (only {files[0]}): expected {layout}"
+    return f"submissions folder {submissions} is empty: expected {layout}"
+
+
+def collect(entries: dict[str, Path], assignments: list[str], answer_ids: dict, work: Path):
+    """[Submission] for each student of ``entries`` (from `student_entries`), in name order."""
+    students = []
+    for student, entry in sorted(entries.items()):
         unpack = work / "intake" / student
         shutil.rmtree(unpack, ignore_errors=True)
         students.append(collect_student(student, entry, assignments, answer_ids, unpack))
-    if not students:
-        raise UserError(
-            f"submissions folder {submissions} is empty: expected one folder (or "
-            "zip) per student, named by student id"
-        )
-    names = [s.student for s in students]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise UserError(f"student {duplicates[0]!r} appears both as a folder and as a zip")
-    return students, ignored
+    return students

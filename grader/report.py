@@ -15,6 +15,7 @@
 
 import csv
 import html
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -93,6 +94,14 @@ padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f3f3f3}.fu
 .lost{color:#a1221b}.muted{color:#666}</style>"""
 
 
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _message_html(text: str) -> str:
+    """A check's message as HTML: escaped, its `code` spans as <code>."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(text))
+
+
 def _page(title: str, body: str) -> str:
     return (
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
@@ -124,7 +133,7 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> No
                 body.append(
                     f"<tr><td><code>{html.escape(r['exercise'])}</code></td>"
                     f"<td class='{cls}'>{html.escape(pts)} / {r['max_points']}</td>"
-                    f"<td>{html.escape(r['message'])}</td></tr>"
+                    f"<td>{_message_html(r['message'])}</td></tr>"
                 )
             body.append("</table>")
         (folder / f"{_file_safe(student)}.html").write_text(
@@ -137,9 +146,11 @@ def _file_safe(name: str) -> str:
 
 
 def exercise_stats(grade_rows: list[dict]) -> list[dict]:
+    """Per exercise, in course order (notebook, then the exercise's place in it): how the class
+    did, and how many written answers still wait for hand grading (``pending``)."""
     stats = []
-    keys = sorted({(r["notebook"], r["exercise"]) for r in grade_rows})
-    for notebook, exercise in keys:
+    seen = dict.fromkeys((r["notebook"], r["exercise"]) for r in grade_rows)  # notebook order
+    for notebook, exercise in sorted(seen, key=lambda key: key[0]):
         mine = [r for r in grade_rows if (r["notebook"], r["exercise"]) == (notebook, exercise)]
         scored = [r for r in mine if r["points"] != ""]
         full = [r for r in scored if r["points"] == r["max_points"]]
@@ -151,6 +162,7 @@ def exercise_stats(grade_rows: list[dict]) -> list[dict]:
                 "max_points": mine[0]["max_points"],
                 "students": len(mine),
                 "scored": len(scored),
+                "pending": len(mine) - len(scored),
                 "mean_points": f"{sum(float(r['points']) for r in scored) / len(scored):.2f}"
                 if scored
                 else "",
@@ -159,6 +171,14 @@ def exercise_stats(grade_rows: list[dict]) -> list[dict]:
             }
         )
     return stats
+
+
+def _mean_text(stat: dict) -> str:
+    """The mean over the scored answers; written answers still to grade show as pending."""
+    if not stat["pending"]:
+        return stat["mean_points"]
+    pending = f"{stat['pending']} of {stat['students']} pending hand grading"
+    return f"{stat['mean_points']} ({pending})" if stat["scored"] else pending
 
 
 def _histogram(path: Path, total_rows: list[dict]) -> None:
@@ -218,20 +238,12 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
         "<th>Max</th><th>Mean</th><th>Full marks</th><th>Most common failures</th></tr>",
     ]
     for s in stats:
+        cells = [s["notebook"], s["exercise"], s["max_points"], _mean_text(s)]
+        cells.append(s["full_marks_rate"] if s["scored"] else "")
         body.append(
             "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(s[k]))}</td>"
-                for k in (
-                    "notebook",
-                    "exercise",
-                    "max_points",
-                    "mean_points",
-                    "full_marks_rate",
-                    "top_messages",
-                )
-            )
-            + "</tr>"
+            + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+            + f"<td>{_message_html(s['top_messages'])}</td></tr>"
         )
     body.append("</table><h2>Flagged submissions (for a human to review)</h2>")
     flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows if f["student"] != "(all)"})

@@ -19,11 +19,26 @@ def add_arguments(parser):
     parser.add_argument("out", type=Path, help="the OUT folder of a grading run")
 
 
+def write_run(out: Path, students: list[str], ignored: list[str]) -> None:
+    """What the last grading run saw of SUBMISSIONS, for `rewrite` (and so for this command)."""
+    text = json.dumps({"students": students, "ignored": ignored}, indent=1)
+    (out / "work" / "run.json").write_text(text + "\n")
+
+
+def _last_run(out: Path) -> dict:
+    path = out / "work" / "run.json"
+    return json.loads(path.read_text()) if path.is_file() else {"ignored": []}
+
+
 def load_results(out: Path) -> list[dict]:
-    """The graded results in ``OUT/work/results``, sorted by student and notebook."""
+    """The graded results in ``OUT/work/results`` of the students in SUBMISSIONS at the last
+    grading run, sorted by student and notebook."""
     folder = out / "work" / "results"
+    students = _last_run(out).get("students")
     results = []
     for path in sorted(folder.glob("*/*.json")):
+        if students is not None and path.parent.name not in students:
+            continue
         try:
             results.append(json.loads(path.read_text()))
         except ValueError:
@@ -69,7 +84,7 @@ def rewrite(out: Path) -> list[dict]:
     report.write_grades(out, grade_rows)
     report.write_totals(out, total_rows, notebooks)
     report.write_feedback(out, grade_rows, results)
-    report.write_class_report(out, grade_rows, total_rows, results, [])
+    report.write_class_report(out, grade_rows, total_rows, results, _last_run(out)["ignored"])
     return grade_rows
 
 

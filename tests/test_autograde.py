@@ -11,6 +11,7 @@ isolation and resuming.
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -24,7 +25,7 @@ import pytest
 from fixtures import attacks, mistakes
 from fixtures.adversarial import NB, build
 
-from grader.course import REPO_ROOT, assignments, exercises
+from grader.course import RELEASE, REPO_ROOT, assignments, exercises
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
 # Cells that loop forever cost a cell limit each; 15 s leaves room for `import torch` in an
@@ -612,6 +613,8 @@ def test_interrupted_run_resumes_without_regrading(graded, tmp_path):
     [
         ("missing", [], "does not exist"),
         ("empty", [], "is empty"),
+        ("one-student", [], "looks like one student's folder"),
+        ("ok", ["--students", "zed"], "unknown student 'zed'; known students: alice"),
         ("junk", [], "no submitted file is a course notebook"),
         ("ok", ["--notebooks", "99_nothing"], "unknown notebook '99_nothing'"),
         ("ok", ["--out-inside"], "must not be inside the submissions folder"),
@@ -626,6 +629,8 @@ def test_clear_one_line_errors(tmp_path, setup, args, message):
         (subs / "alice" / "homework.py").write_text("print(1)")
     if setup == "ok":
         (subs / "alice").mkdir()
+    if setup == "one-student":
+        shutil.copy(RELEASE / "01_soft_lookup" / "01_soft_lookup.ipynb", subs)
     out = tmp_path / "out"
     if "--out-inside" in args:
         args, out = [], subs / "out"
@@ -639,4 +644,4 @@ def test_clear_one_line_errors(tmp_path, setup, args, message):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
-    assert not (out / "grades.csv").exists()
+    assert not out.exists(), "a run that cannot start must not create OUT"

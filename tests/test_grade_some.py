@@ -1,0 +1,75 @@
+"""`make grade STUDENTS=... NOTEBOOKS=...`: grading part of a class into its OUT.
+
+Works on a copy of the small graded class (``fixtures/small_class.py``: alice's written
+answer waits for hand grading, bob handed in the release). A late student, cleo, is graded
+alone; OUT keeps alice's and bob's results, and every output covers all three.
+"""
+
+import csv
+import shutil
+import subprocess
+
+from fixtures.small_class import NB, WRITTEN, copy_out
+
+from grader import totals
+from grader.course import REPO_ROOT, exercises, release_path
+
+
+def _csv(path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _make_grade(subs, out, **names):
+    args = [f"{key.upper()}={value}" for key, value in names.items()]
+    return subprocess.run(
+        ["make", "-s", "grade", f"SUBMISSIONS={subs}", f"OUT={out}", *args],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def test_a_late_student_is_graded_alone_and_joins_the_class(small_class, tmp_path):
+    out = copy_out(small_class, tmp_path / "out")
+    subs = tmp_path / "submissions"
+    shutil.copytree(small_class.parent / "submissions", subs)
+    (subs / "cleo").mkdir()
+    shutil.copy(release_path(NB), subs / "cleo" / f"{NB}.ipynb")
+    (subs / "notes.txt").write_text("not a student")
+    kept = {p: p.stat().st_mtime_ns for p in (out / "work" / "results").glob("*/*.json")}
+    before = _csv(out / "grades.csv")
+
+    proc = _make_grade(subs, out, students="cleo", notebooks=NB)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "graded 1 notebooks of 1 students" in proc.stdout
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept, "alice and bob were regraded"
+    rows = _csv(out / "grades.csv")
+    assert [r for r in rows if r["student"] != "cleo"] == before
+    cleo = [r for r in rows if r["student"] == "cleo"]
+    assert [r["exercise"] for r in cleo] == [e.grade_id for e in exercises(NB)]
+    assert {r["student"] for r in _csv(out / "totals.csv")} == {"alice", "bob", "cleo"}
+
+    # The class report: exercises in notebook order, the written answer pending for alice.
+    stats = _csv(out / "report" / "exercises.csv")
+    assert [s["exercise"] for s in stats] == [e.grade_id for e in exercises(NB)]
+    written = next(s for s in stats if s["exercise"] == WRITTEN.grade_id)
+    assert (written["students"], written["scored"], written["pending"]) == ("3", "2", "1")
+    index = (out / "report" / "index.html").read_text()
+    assert "1 of 3 pending hand grading" in index
+    assert "ignored in the submissions folder: notes.txt" in index
+    # A rerun of the fast totals command keeps what the grading run saw.
+    totals.rewrite(out)
+    assert "ignored in the submissions folder: notes.txt" in (out / "report/index.html").read_text()
+
+    # Feedback renders a message's `code` as code.
+    stub = next(r["message"] for r in cleo if "`" in r["message"])
+    feedback = (out / "feedback" / "cleo.html").read_text()
+    name = stub.split("`")[1]
+    assert f"<code>{name}</code>" in feedback and f"`{name}`" not in feedback
+
+
+def test_unknown_students_are_named_with_the_known_ones(small_class, tmp_path):
+    out = tmp_path / "out"
+    proc = _make_grade(small_class.parent / "submissions", out, students="alice zed")
+    assert proc.returncode != 0
+    assert "unknown student 'zed'; known students: alice, bob" in proc.stderr
+    assert not out.exists()
