@@ -10,6 +10,7 @@ notebook, so killing the same notebook's worker twice exhausts it: that notebook
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -215,6 +216,39 @@ def test_sigterm_cancels_the_cluster_run_and_the_next_run_resumes(cluster, subs,
     stdout, _ = _finish(_start(subs, out, "--scheduler", address))
     assert f"({kept} reused" in stdout
     assert _grades(out) == local[0]
+
+
+DASK = str(Path(sys.executable).parent / "dask")
+
+
+def test_the_readme_commands_start_a_cluster_that_grades(subs, local, tmp_path):
+    """`dask scheduler` and `dask worker` as README.md's "Grading a big class" shows them."""
+    one = tmp_path / "one"
+    shutil.copytree(subs / "wrong", one / "wrong")
+    info = tmp_path / "scheduler.json"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    options = ["--scheduler-file", str(info), "--no-dashboard"]
+    scheduler = subprocess.Popen([DASK, "scheduler", "--port", "0", *options], **quiet)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+        worker = subprocess.Popen(
+            [DASK, "worker", address, "--nworkers", "1", "--nthreads", "1"], env=env, **quiet
+        )
+        with Client(address, set_as_default=False) as client:
+            client.wait_for_workers(1, timeout=120)
+        _finish(_start(one, tmp_path / "out", "--scheduler", address))
+    finally:
+        for proc in (worker, scheduler):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(30)
+    wrong = [ln for ln in local[0].splitlines() if ln.startswith("wrong,")]
+    assert _grades(tmp_path / "out").splitlines()[1:] == wrong
 
 
 def test_unreachable_scheduler_is_one_line_and_writes_nothing(subs, tmp_path):

@@ -25,6 +25,13 @@ COVERED = {
     "python3 -m venv .venv": ("Makefile", "$(PYTHON) -m venv $(VENV)"),
     ".venv/bin/pip install -e .": ("Makefile", "$(PY) -m pip install --quiet -e"),
     "conda env create -f environment.yml": ("tests/test_pins.py", "environment.yml"),
+    # "Grading a big class": the Dask cluster commands, run as shown by tests/test_cluster.py.
+    "dask scheduler": ("tests/test_cluster.py", '[DASK, "scheduler"'),
+    "DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker": (
+        "tests/test_cluster.py",
+        '"DASK_DISTRIBUTED__WORKER__DAEMON": "False"',
+    ),
+    "python -m grader autograde": ("tests/test_cluster.py", '"--scheduler", address'),
 }
 # What `make X` runs, for the make targets above.
 RECIPES = {
