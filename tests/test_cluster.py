@@ -24,6 +24,7 @@ import pytest
 from dask.distributed import Client, LocalCluster
 from fixtures import small_class
 
+from grader.cli import UserError
 from grader.course import REPO_ROOT
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
@@ -272,3 +273,35 @@ def test_a_worker_with_two_threads_is_refused(subs):
     worker = SimpleNamespace(address="tcp://w:1", state=SimpleNamespace(nthreads=2))
     problem = worker_problem(None, "", dask_worker=worker)
     assert "--nthreads 1" in problem and "tcp://w:1" in problem
+
+
+def _job():
+    from grader.job import Job
+    from grader.settings import load
+    from grader.trusted import models
+
+    settings = load()
+    model = models([small_class.NB], settings.release_cache)[small_class.NB]
+    return Job("s", small_class.NB, b"{}", model, settings.snapshot())
+
+
+def test_a_notebook_that_failed_on_the_cluster_gets_a_row_saying_so():
+    from types import SimpleNamespace
+
+    from dask.distributed import KilledWorker
+
+    from grader.cluster import CRASHED, _outcome
+
+    def failed(err):
+        return SimpleNamespace(status="error", exception=lambda: err)
+
+    job = _job()
+    raised = _outcome(job, failed(RuntimeError("boom")))
+    assert raised["flags"] == ["grader error on a Dask worker: RuntimeError: boom"]
+    killed = _outcome(job, failed(KilledWorker("k", None, 3)))
+    assert killed["flags"] == ["Dask workers died 4 times grading this notebook"]
+    for result in (raised, killed):
+        assert result["status"] == "not graded"
+        assert all(r["points"] == 0.0 and r["message"] == CRASHED for r in result["rows"])
+    with pytest.raises(UserError, match="lost the Dask scheduler"):
+        _outcome(job, SimpleNamespace(status="cancelled"))
