@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 SUBMISSIONS ?= submitted
 OUT ?= out
 
-.PHONY: setup lab test release grade data bench handouts bundle lint browser sandbox clean
+.PHONY: setup lab update reset test release grade formgrader totals export data bench handouts \
+	bundle lint browser sandbox clean
 
 $(STAMP): pyproject.toml attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +20,15 @@ $(STAMP): pyproject.toml attnlib/setup_lab.py
 
 setup: $(STAMP)
 
-# Jupyter refuses to run as root unless told; a learner's laptop never needs this.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-
+# The learner's own copy: work/ (git-ignored), made from notebooks/ on the first `make lab`.
 lab: setup
-	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR) notebooks
+	$(PY) -m attnlib.lab
+
+update: setup
+	$(PY) -m attnlib.lab update
+
+reset: setup
+	$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)
 
 test: setup browser sandbox
 	$(PY) -m pytest
@@ -33,6 +38,15 @@ release: setup
 
 grade: setup sandbox
 	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)
+
+formgrader: setup
+	$(PY) -m grader formgrader $(OUT)
+
+totals: setup
+	$(PY) -m grader totals $(OUT)
+
+export: setup
+	$(PY) -m grader export $(OUT) $(if $(ROSTER),--roster $(ROSTER))
 
 data: setup
 	$(PY) -m attnlib.shipped --retrain

@@ -23,3 +23,7 @@ c.GraderSettings.validate_timeout = 120  # s per cell for Validate and the hando
 
 # Validate (nbgrader's Execute) takes its per-cell limit from the same section.
 c.Execute.timeout = c.GraderSettings.validate_timeout
+
+# `nbgrader validate` cuts every line at Validator.width - 3 characters (default 90): wide
+# enough for the longest message a check gives (tests/test_validate.py measures them).
+c.Validator.width = 400

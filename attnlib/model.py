@@ -114,8 +114,10 @@ class TinyTransformer(nn.Module):
     """Token embedding → ``n_layers`` blocks → LayerNorm → unembedding.
 
     ``vocab`` is the number of token ids (including BOS). With ``rope=False`` positions
-    come from a learned embedding of ``max_len`` rows instead. ``causal=False`` drops the
-    causal mask (each position then sees the whole sequence, the future included).
+    come from a learned embedding of ``max_len`` rows instead, unless
+    ``learned_positions=False`` too: then the model has no positional information at all
+    (only the causal mask tells positions apart). ``causal=False`` drops the causal mask
+    (each position then sees the whole sequence, the future included).
     """
 
     def __init__(
@@ -128,8 +130,13 @@ class TinyTransformer(nn.Module):
         rope=True,
         mlp=False,
         max_len=256,
+        learned_positions=None,
     ):
         super().__init__()
+        if learned_positions is None:
+            learned_positions = not rope  # a model has one kind of positions by default
+        if rope and learned_positions:
+            raise ValueError("Choose one kind of positions: rope=True or learned_positions=True.")
         self.config = dict(
             vocab=vocab,
             d_model=d_model,
@@ -139,9 +146,10 @@ class TinyTransformer(nn.Module):
             rope=rope,
             mlp=mlp,
             max_len=max_len,
+            learned_positions=learned_positions,
         )
         self.embed = nn.Embedding(vocab, d_model)
-        self.pos_embed = None if rope else nn.Embedding(max_len, d_model)
+        self.pos_embed = nn.Embedding(max_len, d_model) if learned_positions else None
         self.blocks = nn.ModuleList(
             Block(d_model, n_heads, causal, rope, mlp) for _ in range(n_layers)
         )

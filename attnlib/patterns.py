@@ -45,36 +45,42 @@ def repeat_templates(period):
     }
 
 
-def attention_grid(weights, tokens=None, titles=None, size=2.6, suptitle=None):
+def attention_grid(weights, titles=None, size=2.4, suptitle=None, dpi=72, tick_every=5):
     """Heatmaps of every layer (rows of the grid) and head (columns).
 
     ``weights``: a list over layers of ``[n_heads, T, T]`` arrays (one sequence).
-    Rows of each map are queries, columns keys. Returns the figure.
+    Rows of each map are queries, columns keys, both labelled by position every
+    ``tick_every`` steps on the outer maps; the masked triangle is plain grey. The figure
+    is drawn at ``dpi`` so that its PNG stays well under the grader's per-cell output cap
+    (tests/test_plotting.py measures it). Returns the figure.
     """
     import matplotlib.pyplot as plt
 
-    from attnlib.plotting import heatmap
-
     n_layers, n_heads = len(weights), np.asarray(weights[0]).shape[0]
     fig, axes = plt.subplots(
-        n_layers, n_heads, figsize=(size * n_heads + 1, size * n_layers + 0.4), squeeze=False
+        n_layers,
+        n_heads,
+        figsize=(size * n_heads + 1, size * n_layers + 0.6),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        dpi=dpi,
     )
     T = np.asarray(weights[0]).shape[-1]
     causal = np.triu(np.ones((T, T), dtype=bool), 1)
     for layer, layer_weights in enumerate(weights):
         for head in range(n_heads):
             ax = axes[layer, head]
-            A = np.where(causal, np.nan, np.asarray(layer_weights[head], dtype=float))
-            heatmap(A, tokens=tokens, ax=ax, vmax=1.0)
-            ax.images[-1].colorbar.remove()
-            title = titles[layer][head] if titles else f"layer {layer}, head {head}"
-            ax.set_title(title, fontsize=9)
-            ax.tick_params(labelsize=5)
-            if head:
-                ax.set_ylabel("")
-            if layer < n_layers - 1:
-                ax.set_xlabel("")
-    fig.colorbar(axes[0, 0].images[-1], ax=axes, fraction=0.02, pad=0.01, label="attention weight")
+            ax.set_facecolor("0.85")
+            A = np.ma.masked_array(np.asarray(layer_weights[head], dtype=float), causal)
+            image = ax.imshow(A, cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_title(titles[layer][head] if titles else f"layer {layer}, head {head}")
+        axes[layer, 0].set_ylabel("query position")
+    for ax in axes[-1]:
+        ax.set_xlabel("key position")
+    axes[0, 0].set_xticks(range(0, T, tick_every))
+    axes[0, 0].set_yticks(range(0, T, tick_every))
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label="attention weight")
     if suptitle:
         fig.suptitle(suptitle)
     return fig

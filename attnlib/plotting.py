@@ -1,6 +1,12 @@
-"""Plots shared by the notebooks. Import matplotlib only when a plot is drawn."""
+"""Plots shared by the notebooks. Import matplotlib only when a plot is drawn.
+
+Notebooks draw with the course's style, ``plt.style.use("attnlib.course")``
+(``attnlib/course.mplstyle``): a colour-blind-safe palette (Okabe & Ito) for lines and bars.
+"""
 
 import numpy as np
+
+MASKED = dict(facecolor="0.8", edgecolor="0.55", hatch="///", linewidth=0)  # −∞ / NaN cells
 
 
 def heatmap(
@@ -13,19 +19,26 @@ def heatmap(
     vmin=0.0,
     vmax=None,
     annotate=False,
+    hatch=True,
 ):
     """Draw a score or attention matrix: rows are queries (y), columns keys (x).
 
     ``tokens`` labels both axes (self-attention); ``keys`` labels the columns when
-    they differ. Masked (−∞ or NaN) entries are left blank.
+    they differ. Masked (−∞ or NaN) entries are drawn hatched grey (plain grey with
+    ``hatch=False``, which keeps a big figure's PNG small), so they never look like a weight
+    of 0.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
 
     A = np.asarray(A, dtype=float)
     shown = np.ma.masked_invalid(np.where(np.isneginf(A), np.nan, A))
     if ax is None:
         size = min(8.0, 2.0 + 0.35 * A.shape[1])
         _, ax = plt.subplots(figsize=(size, size * A.shape[0] / A.shape[1]))
+    if np.ma.is_masked(shown):  # masked cells are transparent: the patch shows through
+        style = MASKED if hatch else {**MASKED, "hatch": None}
+        ax.add_patch(Rectangle((-0.5, -0.5), A.shape[1], A.shape[0], zorder=-1, **style))
     image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xlabel("key (position looked at)")
     ax.set_ylabel("query (position looking)")
@@ -42,3 +55,35 @@ def heatmap(
         ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
+
+
+def training_curves(logged, train_steps=None, train_loss=None, fig=None):
+    """The loss (left axis) and the 0–1 scores (right axis) logged while training.
+
+    ``logged``: ``{"step": [...], name: [...], ...}``, one value per logged step; names with
+    "loss" in them go on the left axis. ``train_steps``/``train_loss``, the loss of every
+    training batch, are drawn thin and grey behind. Each series keeps one colour of the
+    course palette whichever axis it is on, so the live plot during training and a plot of
+    the model card's log look the same. Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    if fig is None:
+        fig = plt.figure(figsize=(7.5, 3.6))
+    fig.clear()
+    ax = fig.add_subplot()
+    ax2 = ax.twinx()
+    if train_loss:
+        ax.plot(train_steps, train_loss, color="0.75", lw=0.8, label="training loss (batch)")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    names = [k for k in logged if k != "step" and len(logged[k])]
+    for colour, name in zip(colours, names, strict=False):
+        side, where = (ax, "left") if "loss" in name else (ax2, "right")
+        steps = list(logged["step"])[: len(logged[name])]
+        side.plot(steps, logged[name], color=colour, marker=".", label=f"{name} ({where})")
+    ax.set(xlabel="training step", ylabel="loss (nats)")
+    ax2.set(ylabel="score", ylim=(0, 1))
+    handles = [h for a in (ax, ax2) for h in a.get_legend_handles_labels()[0]]
+    fig.legend(handles=handles, loc="upper center", ncols=2, bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout()
+    return fig

@@ -15,12 +15,10 @@ def _one_torch_thread():
     """Small tensor ops run fastest on one thread, and a busy machine cannot stall them."""
     import torch
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    from attnlib.train import torch_threads
+
+    with torch_threads(1):
         yield torch
-    finally:
-        torch.set_num_threads(before)
 
 
 def sample_scores(score_fn, d_k, T, n_rows, seed=0, block=50):

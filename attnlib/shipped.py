@@ -1,16 +1,24 @@
-"""The course's trained tiny transformer: its recipe, its weights in ``data/``, its card.
+"""The course's trained tiny transformers: their recipes, their weights in ``data/``, their cards.
 
-``load_shipped()`` returns the trained model (no training, a fraction of a second).
-``train_shipped()`` retrains it from scratch with the same recipe (about 20 s on 2 cores).
-``python -m attnlib.shipped --retrain`` (= ``make data``) retrains and rewrites
-``data/tiny_induction.pt``, ``data/model_card.json`` and ``data/model_card.md``.
+Two models share one recipe and differ only in positions:
+
+- ``"induction"`` (the default): rotary positions (RoPE). Notebook 08 reads its maps.
+- ``"no_positions"``: no positional information at all, neither RoPE nor learned
+  positions. Notebook 07 compares the two.
+
+``load_shipped(name)`` returns a trained model (no training, a fraction of a second).
+``train_shipped(name=...)`` retrains one from scratch with the same recipe, on one core
+(``attnlib.train.TRAIN_THREADS``; `make bench` times it). ``python -m attnlib.shipped --retrain``
+(= ``make data``) retrains both and rewrites their weights and model cards in ``data/``.
 """
 
 import argparse
 import json
 import math
+import os
 import platform
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -21,10 +29,6 @@ from attnlib.paths import data_dir, data_file
 from attnlib.patterns import repeat_templates, template_score
 from attnlib.train import per_token_loss, train
 
-WEIGHTS = "tiny_induction.pt"
-CARD_JSON = "model_card.json"
-CARD_MD = "model_card.md"
-
 RECIPE = dict(
     seed=0,
     model=dict(
@@ -34,12 +38,50 @@ RECIPE = dict(
     optim=dict(steps=1000, lr=3e-3, weight_decay=0.1, warmup=100),
     eval=dict(seed=999, batch=64, period=32, every=50),
 )
+NO_POSITIONS_RECIPE = {
+    **RECIPE,
+    "model": {**RECIPE["model"], "rope": False, "learned_positions": False},
+}
 
 
-def build_model(seed=RECIPE["seed"]):
-    """A fresh, untrained model of the recipe's shape, initialised from ``seed``."""
-    torch.manual_seed(seed)
-    return TinyTransformer(**RECIPE["model"])
+@dataclass(frozen=True)
+class Shipped:
+    """One shipped model: its recipe, and its files in ``data/``."""
+
+    recipe: dict
+    weights: str  # the state dict
+    card: str  # the model card's file stem: <card>.json and <card>.md
+    title: str
+    positions: str  # how the model tells positions apart, for the card
+
+
+MODELS = {
+    "induction": Shipped(
+        RECIPE, "tiny_induction.pt", "model_card", "tiny induction transformer", "RoPE"
+    ),
+    "no_positions": Shipped(
+        NO_POSITIONS_RECIPE,
+        "tiny_no_positions.pt",
+        "model_card_no_positions",
+        "tiny transformer without positions",
+        "no positions (neither RoPE nor learned positions)",
+    ),
+}
+DEFAULT = "induction"
+
+
+def _shipped(name):
+    if name not in MODELS:
+        raise ValueError(f"No shipped model {name!r}; the course ships {', '.join(MODELS)}.")
+    return MODELS[name]
+
+
+def build_model(name=DEFAULT, seed=None):
+    """A fresh, untrained model of the recipe's shape, initialised from ``seed`` (default:
+    the recipe's)."""
+    recipe = _shipped(name).recipe
+    torch.manual_seed(recipe["seed"] if seed is None else seed)
+    return TinyTransformer(**recipe["model"])
 
 
 def eval_tokens(
@@ -85,12 +127,19 @@ def progress_callback(step, model):
 
 
 def train_shipped(
-    progress=True, live_plot=False, callback=progress_callback, steps=None, every=None
+    progress=True,
+    live_plot=False,
+    callback=progress_callback,
+    steps=None,
+    every=None,
+    name=DEFAULT,
 ):
-    """Train the recipe from scratch; returns ``(model, history)``. Deterministic.
-    ``callback(step, model)`` runs every ``every`` steps (default: the recipe's 50)."""
-    model = build_model()
-    o, d = RECIPE["optim"], RECIPE["data"]
+    """Train model ``name``'s recipe from scratch; returns ``(model, history)``.
+    Deterministic. ``callback(step, model)`` runs every ``every`` steps (default: the
+    recipe's 50)."""
+    recipe = _shipped(name).recipe
+    model = build_model(name)
+    o, d = recipe["optim"], recipe["data"]
     history = train(
         model,
         tasks.induction_batches(**d),
@@ -98,52 +147,55 @@ def train_shipped(
         lr=o["lr"],
         weight_decay=o["weight_decay"],
         warmup=o["warmup"],
-        seed=RECIPE["seed"],
+        seed=recipe["seed"],
         progress=progress,
         live_plot=live_plot,
         callback=callback,
-        every=every or RECIPE["eval"]["every"],
+        every=every or recipe["eval"]["every"],
     )
     return model, history
 
 
-def load_shipped():
-    """The trained model from ``data/`` (eval mode)."""
-    model = build_model()
-    state = torch.load(data_file(WEIGHTS), map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
+def load_shipped(name=DEFAULT):
+    """The trained model ``name`` from ``data/`` (eval mode)."""
+    model = build_model(name)
+    path = data_file(_shipped(name).weights)
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return model.eval()
 
 
-def load_card():
-    """The model card as a dict (recipe, timings, losses, per-head scores, training log)."""
-    return json.loads(data_file(CARD_JSON).read_text())
+def load_card(name=DEFAULT):
+    """Model ``name``'s card as a dict (recipe, timings, losses, per-head scores, log)."""
+    return json.loads(data_file(_shipped(name).card + ".json").read_text())
 
 
-def _markdown(card):
+def _markdown(card, name=DEFAULT):
+    shipped = _shipped(name)
     r = card["recipe"]
     m, d, o = r["model"], r["data"], r["optim"]
     lines = [
-        "# Model card: tiny induction transformer",
+        f"# Model card: {shipped.title}",
         "",
         "Generated by `python -m attnlib.shipped --retrain` (`make data`); do not edit by hand.",
         "",
         "## Recipe",
         f"- Model: {m['n_layers']} layers, attention only, d_model {m['d_model']}, "
-        f"{m['n_heads']} heads, RoPE, pre-LayerNorm; {card['n_params']} parameters.",
+        f"{m['n_heads']} heads, {shipped.positions}, pre-LayerNorm; "
+        f"{card['n_params']} parameters.",
         f"- Data: [BOS] + blocks (r, r), r uniform over {d['vocab']} tokens, "
         f"L ~ U{{{d['min_len']}…{d['max_len']}}}, cut to T = {d['T']}; batch {d['batch']}.",
         f"- Optimiser: AdamW lr {o['lr']}, weight decay {o['weight_decay']}, "
         f"betas (0.9, 0.98), {o['warmup']}-step linear warm-up, {o['steps']} steps.",
         f"- Seed {r['seed']}; torch {card['torch']}; trained in {card['train_seconds']:.1f} s "
-        f"({card['threads']} threads, {card['machine']}).",
+        f"({card['threads']} torch thread{'s' if card['threads'] > 1 else ''}, "
+        f"{card['machine']}, load average {card['load_average']:.1f} during training).",
         "",
         "## Evaluation ([BOS] + r + r, len(r) = "
         f"{r['eval']['period']}, batch {r['eval']['batch']}, seed {r['eval']['seed']})",
         f"- Loss on the first copy {card['loss_first_copy']:.3f} nats (ln {r['data']['vocab']} = "
         f"{card['ln_vocab']:.3f}); on the second copy {card['loss_second_copy']:.3f}.",
         "- Phase change (first logged step with induction score > 0.4): "
-        f"step {card['phase_change_step']}.",
+        f"{'step ' + str(card['phase_change_step']) if card['phase_change_step'] else 'none'}.",
         "",
         "Per-head scores (share of attention on the pattern, batch-mean pattern):",
         "",
@@ -159,49 +211,56 @@ def _markdown(card):
     return "\n".join(lines)
 
 
-def retrain():
-    """Retrain, save the weights and write the model card (JSON and Markdown)."""
-    torch.set_num_threads(2)
-    model, history = train_shipped(progress=True)
+def retrain(name=DEFAULT):
+    """Retrain model ``name``, save its weights and write its card (JSON and Markdown)."""
+    shipped = _shipped(name)
+    load_before = os.getloadavg()[0]
+    model, history = train_shipped(progress=True, name=name)
+    load = max(load_before, os.getloadavg()[0])  # other processes slow training down
     out = data_dir()
-    torch.save(model.state_dict(), out / WEIGHTS)
-    result = evaluate(load_shipped())  # score what was saved, exactly as users load it
+    torch.save(model.state_dict(), out / shipped.weights)
+    result = evaluate(load_shipped(name))  # score what was saved, exactly as users load it
     ind_key = "induction score (best layer-1 head)"
     phase = next(
         (s for s, v in zip(history["eval_step"], history[ind_key], strict=True) if v > 0.4), None
     )
     log = {key: [round(v, 4) for v in history[key]] for key in progress_callback(0, model)}
     card = dict(
-        recipe=RECIPE,
+        recipe=shipped.recipe,
         torch=torch.__version__,
         python=platform.python_version(),
         machine=platform.machine(),
-        threads=torch.get_num_threads(),
+        threads=history["threads"],
         n_params=sum(p.numel() for p in model.parameters()),
         train_seconds=round(history["seconds"], 2),
+        load_average=round(load, 2),
         final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
         phase_change_step=phase,
         log=dict(step=history["eval_step"], **log),
         **result,
     )
-    (out / CARD_JSON).write_text(json.dumps(card, indent=1) + "\n")
-    (out / CARD_MD).write_text(_markdown(card))
+    (out / f"{shipped.card}.json").write_text(json.dumps(card, indent=1) + "\n")
+    (out / f"{shipped.card}.md").write_text(_markdown(card, name))
     return card
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--retrain", action="store_true", help="retrain and rewrite data/")
+    parser.add_argument(
+        "--only", choices=list(MODELS), nargs="+", help="retrain only these (default: all)"
+    )
     args = parser.parse_args(argv)
     if not args.retrain:
         parser.error("nothing to do: pass --retrain to regenerate data/")
-    start = time.perf_counter()
-    card = retrain()
-    print(
-        f"wrote {data_dir()} ({time.perf_counter() - start:.1f} s): loss second copy "
-        f"{card['loss_second_copy']:.3f}, best induction "
-        f"{max(h['induction'] for h in card['heads']):.3f}"
-    )
+    for name in args.only or MODELS:
+        start = time.perf_counter()
+        card = retrain(name)
+        print(
+            f"{name}: wrote {data_dir()} ({time.perf_counter() - start:.1f} s): loss second "
+            f"copy {card['loss_second_copy']:.3f}, best induction "
+            f"{max(h['induction'] for h in card['heads']):.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -4,12 +4,32 @@
 per-token cross-entropy, shows a progress bar, and can draw the loss live in a notebook.
 Seed the model with ``torch.manual_seed(seed)`` before building it; ``train`` seeds the
 data generator it passes to ``batches`` from ``seed``, so the same call gives the same run.
+
+Training runs on ``TRAIN_THREADS`` torch threads. The models are tiny: a second thread
+gains little when the machine is idle, and when another process keeps one core busy, two
+threads wait on each other at every operation (the course measured 1000 steps taking
+over 500 s that way, against about 70 s on one thread on the same loaded machine; `make
+bench` measures it with one core kept busy).
 """
 
 import time
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
+
+TRAIN_THREADS = 1
+
+
+@contextmanager
+def torch_threads(n):
+    """Run the block on ``n`` torch threads, then restore the previous count."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def per_token_loss(logits, tokens):
@@ -40,6 +60,7 @@ def train(
     live_plot=False,
     callback=None,
     every=50,
+    threads=TRAIN_THREADS,
 ):
     """Train ``model`` in place for ``steps`` steps and return its history.
 
@@ -47,10 +68,10 @@ def train(
     ``torch.Generator``) or an iterator of token tensors. Every ``every`` steps (and at the
     end) ``callback(step, model)`` may return a dict of numbers to log (it runs under
     ``torch.no_grad()`` in eval mode). ``live_plot=True`` redraws the training loss and the
-    logged numbers in a notebook while it trains.
+    logged numbers in a notebook while it trains. It runs on ``threads`` torch threads.
 
     Returns ``{"step": [...], "loss": [...], "eval_step": [...], <callback keys>: [...],
-    "seconds": wall time}``.
+    "seconds": wall time, "threads": torch threads used}``.
     """
     gen = torch.Generator().manual_seed(seed)
     if not callable(batches):
@@ -77,65 +98,54 @@ def train(
         for key, value in logged.items():
             history.setdefault(key, []).append(float(value))
 
-    start = time.perf_counter()
-    model.train()
-    for step in range(steps):
-        if step % every == 0:
-            evaluate(step)
-            if plot is not None:
-                plot.draw(history)
-        tokens = _next_batch(batches, gen)
-        loss = per_token_loss(model(tokens), tokens).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        history["step"].append(step)
-        history["loss"].append(loss.item())
-        if bar is not None:
-            bar.update(1)
-            if step % 10 == 0:
-                bar.set_postfix_str(f"loss {loss.item():.3f}", refresh=False)
-    evaluate(steps)
-    history["seconds"] = time.perf_counter() - start
+    with torch_threads(threads):
+        start = time.perf_counter()
+        model.train()
+        for step in range(steps):
+            if step % every == 0:
+                evaluate(step)
+                if plot is not None:
+                    plot.draw(history)
+            tokens = _next_batch(batches, gen)
+            loss = per_token_loss(model(tokens), tokens).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            history["step"].append(step)
+            history["loss"].append(loss.item())
+            if bar is not None:
+                bar.update(1)
+                if step % 10 == 0:
+                    bar.set_postfix_str(f"loss {loss.item():.3f}", refresh=False)
+        evaluate(steps)
+        history["seconds"] = time.perf_counter() - start
+    history["threads"] = threads
     model.eval()
     if bar is not None:
         bar.close()
     if plot is not None:
-        plot.draw(history, final=True)
+        plot.draw(history)
     return history
 
 
 class _LivePlot:
-    """One figure, redrawn in place in a notebook: loss (left axis) and the logged
-    numbers (right axis, 0–1 scores usually) against the training step."""
+    """One figure, redrawn in place in a notebook by :func:`attnlib.plotting.training_curves`
+    (the same drawing as a plot of a finished run's log)."""
 
     def __init__(self):
         import matplotlib.pyplot as plt
         from IPython.display import display
 
-        self.fig, self.ax = plt.subplots(figsize=(7, 3.5))
-        self.ax2 = self.ax.twinx()
+        self.fig = plt.figure(figsize=(7.5, 3.6))
         plt.close(self.fig)  # shown through the display handle only
         self.handle = display(self.fig, display_id=True)
 
-    def draw(self, history, final=False):
-        ax, ax2 = self.ax, self.ax2
-        ax.clear()
-        ax2.clear()
-        if history["loss"]:
-            ax.plot(history["step"], history["loss"], color="0.6", lw=1, label="training loss")
-        ax.set_xlabel("training step")
-        ax.set_ylabel("loss (nats)")
-        for key, values in history.items():
-            if key in ("step", "loss", "eval_step", "seconds") or not values:
-                continue
-            target = ax if "loss" in key else ax2
-            target.plot(history["eval_step"][: len(values)], values, marker=".", label=key)
-        ax2.set_ylabel("score")
-        ax2.set_ylim(0, 1)
-        lines = ax.get_legend_handles_labels()
-        lines2 = ax2.get_legend_handles_labels()
-        ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="center right", fontsize=8)
-        self.fig.tight_layout()
+    def draw(self, history):
+        from attnlib.plotting import training_curves
+
+        skip = ("step", "loss", "eval_step", "seconds", "threads")
+        logged = {"step": history["eval_step"]}
+        logged.update({k: v for k, v in history.items() if k not in skip})
+        training_curves(logged, history["step"], history["loss"], fig=self.fig)
         self.handle.update(self.fig)

@@ -357,7 +357,7 @@ def run(args) -> int:
     total_rows = report.totals(grade_rows, assignments)
     report.write_totals(out, total_rows, assignments)
     report.write_feedback(out, grade_rows, ordered)
-    report.write_class_report(out, grade_rows, total_rows, ordered, ignored, settings.sandbox)
+    report.write_class_report(out, grade_rows, total_rows, ordered, ignored)
 
     times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
     flagged = sorted({r["student"] for r in ordered if r.get("flags")})

@@ -2,20 +2,25 @@
 
 It holds the release notebooks, the helper package ``attnlib``, ``data/``, ``environment.yml``,
 a ``pyproject.toml`` that installs ``attnlib`` only (same pins as the course's), and a short
-student README. It never holds ``solutions/``, ``grader/`` (hidden checks), tests, gradebooks
-or anything else from the instructor's side: files are taken from an allow-list, and the
+student README. The notebooks come from a fresh release of ``solutions/`` made for the zip,
+never from ``notebooks/`` as it stands (where an answer typed while trying an exercise could
+sit). It never holds ``solutions/``, ``grader/`` (hidden checks), tests, gradebooks or
+anything else from the instructor's side: files are taken from an allow-list, and the
 finished zip is scanned for solution and hidden-test markers before it is kept.
 The zip is byte-identical on a rerun (fixed timestamps, sorted entries).
 """
 
 import io
 import re
+import sys
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
 
 from grader.cli import UserError
 from grader.course import RELEASE, REPO_ROOT, assignments
+from grader.release import release
 
 NAME = "attention-step-by-step"
 SHIPPED_DIRS = ("attnlib", "data")
@@ -35,24 +40,34 @@ FORBIDDEN_PATHS = re.compile(
     r"(/|$)|gradebook|\.db$"
 )
 
+# The set-up steps are the main README's (one source): the block between these markers.
+SETUP_MARKERS = ("<!-- attendee-setup -->", "<!-- /attendee-setup -->")
+
 README = """# Attention, step by step: student materials
 
-Seven short Jupyter notebooks that build attention from a soft lookup up to the full
-mechanism. Work through them in order: `notebooks/01_soft_lookup` first.
+Short Jupyter notebooks that build attention from a soft lookup up to the full
+mechanism, the maps of a trained model and a KV cache. Work through them in order, by
+their number: `01_soft_lookup` first.
 
-## Set up (once)
+## Set up (once), then open the course
 
-With Python 3.11 and pip:
-
-    python -m venv .venv
-    .venv/bin/pip install -e .
-    .venv/bin/python -m attnlib.setup_lab
-    .venv/bin/jupyter lab notebooks
-
-With conda: `conda env create -f environment.yml && conda activate attention-course`,
-then `python -m attnlib.setup_lab` and `jupyter lab notebooks`.
+{setup}
 
 No GPU is needed; every notebook runs in well under a minute on a laptop.
+
+## Your own copy
+
+The first launch copies the notebooks from `notebooks/` into `work/`, and JupyterLab opens
+`work/`: that is where you type, and `notebooks/` stays as it came. To open the course again,
+run the last set-up command again. If you get a newer version of the course (unzip it over
+this folder), bring it into your copy without losing your answers:
+
+    .venv/bin/python -m attnlib.lab update
+
+To start one exercise again, or a whole notebook (your old file is kept in `work/backups/`):
+
+    .venv/bin/python -m attnlib.lab reset 01_soft_lookup softmax
+    .venv/bin/python -m attnlib.lab reset 01_soft_lookup
 
 ## Working on an exercise
 
@@ -64,8 +79,9 @@ before you hand in.
 
 ## Handing in
 
-Hand in each notebook under its own file name (for example `01_soft_lookup.ipynb`), without
-renaming it. Keep your code in the answer cells: only those are graded.
+Hand in each notebook from `work/` under its own file name (for example
+`01_soft_lookup.ipynb`), without renaming it. Keep your code in the answer cells: only those
+are graded.
 """
 
 
@@ -81,18 +97,42 @@ def _student_pyproject() -> bytes:
         f'[project]\nname = "{NAME}-student"\nversion = "{project["version"]}"\n'
         f'description = "{project["description"]}"\n'
         f'requires-python = "{project["requires-python"]}"\ndependencies = [\n{deps}]\n\n'
-        '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n'
+        '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n\n'
+        '[tool.setuptools.package-data]\nattnlib = ["*.mplstyle"]\n'
     ).encode()
 
 
-def files() -> dict[str, bytes]:
-    """{path in the zip: content}, from the allow-list."""
-    found: dict[str, bytes] = {}
-    for a in assignments():
-        path = RELEASE / a / f"{a}.ipynb"
-        if not path.is_file():
-            raise UserError(f"{path} is missing: run `make release` first")
-        found[f"notebooks/{a}/{a}.ipynb"] = path.read_bytes()
+def setup_steps(readme: str | None = None) -> str:
+    """The attendees' set-up steps: the marked block of the main README."""
+    text = (REPO_ROOT / "README.md").read_text() if readme is None else readme
+    start, end = SETUP_MARKERS
+    if start not in text or end not in text:
+        raise UserError(f"README.md has no {start} ... {end} block of set-up steps")
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def student_readme() -> str:
+    return README.format(setup=setup_steps())
+
+
+def fresh_release(folder: Path) -> dict[str, bytes]:
+    """{notebook: bytes} of a release of ``solutions/`` made in ``folder``."""
+    release(folder)
+    return {a: (folder / a / f"{a}.ipynb").read_bytes() for a in assignments()}
+
+
+def _stale(notebooks: dict[str, bytes]) -> list[str]:
+    """Release notebooks in ``notebooks/`` that differ from the fresh release."""
+    return [
+        a for a, data in notebooks.items()
+        if not (RELEASE / a / f"{a}.ipynb").is_file()
+        or (RELEASE / a / f"{a}.ipynb").read_bytes() != data
+    ]  # fmt: skip
+
+
+def files(notebooks: dict[str, bytes]) -> dict[str, bytes]:
+    """{path in the zip: content}, from the allow-list and the fresh ``notebooks``."""
+    found = {f"notebooks/{a}/{a}.ipynb": data for a, data in notebooks.items()}
     for folder in SHIPPED_DIRS:
         for path in sorted((REPO_ROOT / folder).rglob("*")):
             rel = path.relative_to(REPO_ROOT).as_posix()
@@ -100,7 +140,7 @@ def files() -> dict[str, bytes]:
                 found[rel] = path.read_bytes()
     found["environment.yml"] = (REPO_ROOT / "environment.yml").read_bytes()
     found["pyproject.toml"] = _student_pyproject()
-    found["README.md"] = README.encode()
+    found["README.md"] = student_readme().encode()
     return found
 
 
@@ -117,7 +157,16 @@ def problems(contents: dict[str, bytes]) -> list[str]:
 
 
 def build(out: Path) -> Path:
-    contents = files()
+    with tempfile.TemporaryDirectory(prefix="bundle-release-") as tmp:
+        notebooks = fresh_release(Path(tmp))
+    stale = _stale(notebooks)
+    if stale:
+        print(
+            f"note: notebooks/ differs from solutions/ for {', '.join(stale)}; the zip has the "
+            "fresh release (run `make release` to update notebooks/)",
+            file=sys.stderr,
+        )
+    contents = files(notebooks)
     bad = problems(contents)
     if bad:
         raise UserError(f"refusing to bundle: {bad[0]}")

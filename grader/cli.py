@@ -11,6 +11,9 @@ import sys
 COMMANDS = {
     "release": ("grader.release", "regenerate notebooks/ from solutions/"),
     "autograde": ("grader.autograde", "grade a folder of submissions into OUT/grades.csv"),
+    "formgrader": ("grader.formgrader", "open nbgrader's formgrader on a graded class"),
+    "totals": ("grader.totals", "carry hand-entered points into OUT's CSVs, feedback, report"),
+    "export": ("grader.export", "final grades as a Canvas import CSV and a long CSV"),
     "bundle": ("grader.bundle", "zip the student release for handing out"),
     "handouts": ("grader.handouts", "HTML and PDF handouts of every notebook"),
 }

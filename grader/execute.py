@@ -7,7 +7,8 @@ apply) with its own cell loop:
   grader.kernel``, reached over Jupyter's IPC transport (Unix sockets in a folder bound into
   the sandbox: TCP does not cross its network namespace), with its stream to the grader
   (``grader.stream``) accepted before any student code runs;
-- a per-cell time limit and a per-notebook deadline;
+- a per-cell time limit and a per-notebook deadline (a cell over it is not interrupted: its
+  kernel is replaced, as after a crash);
 - a kernel that dies (``os._exit``, out of memory, CPU limit) or will not stop after a
   timeout is restarted, the cells that defined state so far are replayed, the bad cell is
   skipped, and grading goes on: one bad cell costs only what depends on it;
@@ -52,6 +53,11 @@ class SandboxKernelManager(AsyncKernelManager):
             env={},
         )
 
+    async def interrupt_kernel(self):
+        """No interrupt: a cell past its limit gets its kernel stopped and a fresh one (the
+        signal would reach the sandbox's bwrap, not the kernel, and kill it at some point
+        meanwhile, so the cell would look crashed or timed out by chance)."""
+
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
         if self.owner_uid is not None:  # the kernel runs as the sandbox's uid and reads it
@@ -83,7 +89,7 @@ class SandboxedExecute(Execute):
     """nbgrader's Execute with a fault-tolerant, deadline-aware, sandboxed cell loop."""
 
     notebook_timeout = Integer(300, help="Seconds for the whole notebook.").tag(config=True)
-    max_output_chars = Integer(100_000, help="Output kept per cell.").tag(config=True)
+    max_output_chars = Integer(1_000_000, help="Output kept per cell.").tag(config=True)
     max_restarts = Integer(4, help="Kernel restarts before giving up.").tag(config=True)
 
     def __init__(self, **kwargs):

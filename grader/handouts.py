@@ -37,6 +37,9 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 MIN_LEAK = 12  # characters (spaces ignored): shorter solution lines are too generic to flag
 MATH = re.compile(r"(?<![\\$])(\$\$?)(?!\s)(.+?)(?<![\\\s])\1", re.S)
+NEEDS_YOUR_CODE = "(This cell needs your code: its output appears when you run it.)\n"
+# Printed code and outputs wrap at the page margin instead of running off it.
+PRINT_CSS = "pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }"
 
 
 def add_arguments(parser):
@@ -95,9 +98,12 @@ def _execute(path: Path, allow_errors: bool):
 
 
 def _drop_errors(nb) -> None:
+    """Replace each error output by a note, so prose about a cell's output is not left hanging."""
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if o.output_type != "error"]
+        if cell.cell_type == "code" and any(o.output_type == "error" for o in cell.outputs):
+            kept = [o for o in cell.outputs if o.output_type != "error"]
+            note = nbformat.v4.new_output("stream", name="stdout", text=NEEDS_YOUR_CODE)
+            cell.outputs = [*kept, note]
 
 
 def _math_svg(tex: str, display: bool) -> str | None:
@@ -203,6 +209,7 @@ def _print_pdfs(pages: list[Path]) -> None:
             page = browser.new_page()
             for path in pages:
                 page.goto(path.resolve().as_uri(), wait_until="load")
+                page.add_style_tag(content=PRINT_CSS)
                 page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
                 page.pdf(
                     path=str(path.with_suffix(".pdf")), format="A4", print_background=True,

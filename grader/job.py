@@ -148,6 +148,7 @@ def missing_result(job: Job, message: str, flags=(), notes=()) -> dict:
         "flags": list(flags),
         "notes": list(notes),
         "timings": {},
+        "sandboxed": job.settings["sandbox"],
     }
 
 
@@ -504,6 +505,7 @@ def write(s: State) -> None:
         "flags": list(dict.fromkeys(s.flags)),
         "notes": list(dict.fromkeys(s.notes)),
         "autograded": nbformat.writes(s.nb),
+        "sandboxed": job.settings["sandbox"],
     }
     s.timings["slowest_cell"] = max((st.get("seconds", 0) for st in s.status.values()), default=0)
 

@@ -11,7 +11,9 @@ function that overwrites its input, as Validate does); a hidden test cell by com
 recorded results with ``grader.hidden``'s references on the grader's own inputs.
 Monkeypatched ``np.allclose``, patched check functions, IPython hooks, ``__eq__`` objects and
 ndarray subclasses therefore change nothing here: only recorded numbers count. A function
-the kernel saw calling its exercise's whole-solution shortcut fails.
+the kernel saw calling its exercise's whole-solution shortcut fails, and so does a visible
+check that failed in the kernel (one that measures the function, e.g. its memory, which a
+replay cannot reproduce): trusting the kernel there can only cost the learner points.
 
 Records are decoded with ``grader.wire`` (bounded, no pickles); a record that cannot be
 decoded, or has the wrong shape, was not written by the grader's recorder: tampering.
@@ -251,7 +253,19 @@ def judge_visible(source: str, trusted_ns: dict, record: Record):
         raise
     except Exception as err:  # noqa: BLE001 (a check crashing on odd results is a failed check)
         return False, f"The check stopped on your result: {type(err).__name__}: {err}", flags
+    if failed := _failed_in_kernel(record):
+        return False, failed, flags
     return True, "", flags
+
+
+def _failed_in_kernel(record: Record) -> str | None:
+    """The message of a visible check that failed when the kernel ran it, though its replay
+    here passed: some checks measure the learner's function itself (memory, time), which a
+    replay cannot reproduce. Trusting the kernel here can only cost the learner points."""
+    error = record.get("kernel_error", dict) or {}
+    if error.get("ename") != "CheckFailed":
+        return None
+    return " ".join(str(error.get("evalue", "")).split())[:500] or "The check failed."
 
 
 def _shapes(args) -> str:

@@ -15,6 +15,7 @@ import json
 
 import nbformat
 
+from grader.course import FORMER_NAMES
 from grader.release import METADATA_KEY
 
 
@@ -102,6 +103,8 @@ def release_notes(data: dict, notebook: str, version: str, name: str) -> list[st
     """Notes on the release a submission says it was made from (its metadata)."""
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     made = meta.get(METADATA_KEY) if isinstance(meta.get(METADATA_KEY), dict) else None
+    if made is None and FORMER_NAMES.get(name.removesuffix(".ipynb")) == notebook:
+        return []  # intake's note already says which notebook it is and how it was graded
     if made is None:
         return [
             f"`{name}` was made from an older release (no release version); graded as {notebook}"

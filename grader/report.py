@@ -182,8 +182,9 @@ def _histogram(path: Path, total_rows: list[dict]) -> None:
 NO_SANDBOX = "graded WITHOUT the OS sandbox (--no-sandbox): trusted submissions only"
 
 
-def write_class_report(out: Path, grade_rows, total_rows, results, ignored, sandboxed=True):
-    """``report/``; a run without the sandbox says so in its header and in flags.csv."""
+def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
+    """``report/``; results graded without the sandbox say so in its header and flags.csv."""
+    sandboxed = all(r.get("sandboxed", True) for r in results)
     folder = out / "report"
     folder.mkdir(exist_ok=True)
     stats = exercise_stats(grade_rows)

@@ -4,7 +4,9 @@ Starts JupyterLab the way `make lab` does (its command is read from the Makefile
 copy of the course in a temporary folder, and drives Debian's Chromium with Playwright
 (the installed browser: nothing is downloaded). It checks the first open is quiet, steps
 through a student notebook cell by cell, then runs a finished notebook and presses
-nbgrader's Validate button. Screenshots go to artifacts/browser/.
+nbgrader's Validate button; it checks the learner's launch shows none of nbgrader's
+instructor tools and that saving writes the learner's copy ``work/``, never the release.
+Screenshots go to artifacts/browser/.
 """
 
 import json
@@ -17,14 +19,21 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+from fixtures.batches import Batch
 
 from attnlib import setup_lab
+from attnlib.checks import CheckFailed
+from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
+from grader.hidden import catalogue, compile_answer
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -33,20 +42,18 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 SHOTS = REPO_ROOT / "artifacts" / "browser"
 COPY_IGNORE = shutil.ignore_patterns(
-    ".venv", ".git", "artifacts", "handouts", "dist", "out", "__pycache__", ".pytest_cache",
-    ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
+    ".venv", ".git", "artifacts", "handouts", "dist", "out", "work", "__pycache__",
+    ".pytest_cache", ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
 )  # fmt: skip
 STEP = 90_000  # ms: the longest any one browser action or cell may take
 UNWRITTEN = re.compile(r"^✗ .+ (isn't|aren't) written yet\b.*$")  # the expected one-line message
 
 
 def _lab_command(course: Path) -> list[str]:
-    """`make lab`'s jupyter command, for a course copy in ``course``."""
+    """`make lab`'s command, for a course copy in ``course`` (run from there, it uses the
+    copy's ``attnlib``)."""
     recipe = re.search(r"^lab:.*\n\t(.+)$", (REPO_ROOT / "Makefile").read_text(), re.M).group(1)
-    venv = Path(sys.executable).parent.parent
-    allow_root = "--allow-root" if os.geteuid() == 0 else ""  # as the Makefile decides
-    recipe = recipe.replace("$(ALLOW_ROOT)", allow_root)
-    words = recipe.replace("$(VENV)", str(venv)).replace("$(CURDIR)", str(course)).split()
+    words = recipe.replace("$(PY)", sys.executable).replace("$(CURDIR)", str(course)).split()
     assert "$(" not in " ".join(words), f"unexpected make variable in the lab recipe: {recipe}"
     return words
 
@@ -63,9 +70,11 @@ def released(release: Path = RELEASE) -> list[str]:
 
 
 class Lab:
-    """A JupyterLab server on 127.0.0.1 with a token, started and stopped cleanly."""
+    """A JupyterLab server on 127.0.0.1 with a token, started and stopped cleanly.
 
-    def __init__(self, course: Path, home: Path):
+    ``cmd`` is the launch command (`make lab`'s, or `make formgrader`'s), run in ``cwd``."""
+
+    def __init__(self, cmd: list[str], cwd: Path, home: Path):
         self.port, self.token = _free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)
@@ -73,13 +82,14 @@ class Lab:
                     "JUPYTERLAB_SETTINGS_DIR", "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR",
                     "MPLCONFIGDIR"):  # fmt: skip
             env[var] = str(home / var.lower())  # a first-time user: nothing saved yet
-        cmd = _lab_command(course) + [
+        env.pop("MAKELEVEL", None)
+        cmd = cmd + [
             "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
         ]  # fmt: skip
         self.log = (home / "lab.log").open("w")
         self.proc = subprocess.Popen(
-            cmd, cwd=course, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            cmd, cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 90
@@ -97,11 +107,27 @@ class Lab:
         self.root = Path(served.group(1).strip())
 
     def api(self, path, method="GET"):
+        body = self.get(path, method)
+        return json.loads(body) if body else None
+
+    def get(self, path, method="GET") -> bytes:
         req = urllib.request.Request(f"{self.url}/{path}", method=method,
                                      headers={"Authorization": f"token {self.token}"})  # fmt: skip
         with urllib.request.urlopen(req, timeout=10) as resp:
-            body = resp.read()
-        return json.loads(body) if body else None
+            return resp.read()
+
+    def status(self, path) -> int:
+        try:
+            self.get(path)
+            return 200
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    def page_config(self) -> dict:
+        """The page config JupyterLab serves (which plugins are disabled, ...)."""
+        html = self.get("lab").decode()
+        found = re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', html, re.S)
+        return json.loads(found.group(1))
 
     def log_text(self) -> str:
         self.log.flush()
@@ -126,38 +152,49 @@ class Lab:
 def lab(tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
-    installed = json.loads(setup_lab.settings_path().read_text())
-    assert installed == setup_lab.SETTINGS, "the course's JupyterLab settings are stale: make setup"
     course = tmp_path_factory.mktemp("course") / "attention-step-by-step"
     shutil.copytree(REPO_ROOT, course, ignore=COPY_IGNORE)
+    server = Lab(_lab_command(course), course, tmp_path_factory.mktemp("home"))
+    installed = json.loads(setup_lab.settings_path().read_text())
+    assert installed == setup_lab.SETTINGS, "the course's JupyterLab settings are stale"
+    server.release, server.work = course / "notebooks", course / "work"
+    assert server.root.resolve() == server.work.resolve(), "make lab must open the work copy"
     # A finished copy of the first notebook, next to the learner's, for the Validate button.
-    first = released(course / "notebooks")[0]
-    shutil.copy(source_path(first), course / "notebooks" / first / f"{first}_finished.ipynb")
-    server = Lab(course, tmp_path_factory.mktemp("home"))
-    server.release = course / "notebooks"
-    assert server.root.resolve().is_relative_to(course.resolve()), "must serve the copy only"
+    first = released(server.release)[0]
+    shutil.copy(source_path(first), server.work / first / f"{first}_finished.ipynb")
     yield server
     server.stop()
     assert server.proc.returncode is not None, "JupyterLab is still running"
-    assert not list(RELEASE.glob("*/*_finished.ipynb")), "the test wrote into the checkout"
+    assert not (REPO_ROOT / "work" / first / f"{first}_finished.ipynb").exists(), (
+        "the test wrote into the checkout"
+    )
 
 
-@pytest.fixture(scope="module")
-def page(lab, tmp_path_factory):
+@contextmanager
+def browser(url: str, profile: Path):
+    """A Chromium page (Playwright) on ``url``."""
     from playwright.sync_api import sync_playwright
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM),
+            str(profile), executable_path=str(CHROMIUM),
             headless=True, args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000},
         )  # fmt: skip
         context.set_default_timeout(STEP)
         page = context.new_page()
-        page.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded")
+        page.goto(url, wait_until="domcontentloaded")
+        try:
+            yield page
+        finally:
+            context.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab, tmp_path_factory):
+    with browser(f"{lab.url}/lab?token={lab.token}", tmp_path_factory.mktemp("chromium")) as page:
         page.locator(".jp-DirListing-item").first.wait_for()
         yield page
-        context.close()
 
 
 def _listing(page) -> list[str]:
@@ -231,7 +268,7 @@ def _rendered_figures(panel) -> list[int]:
 
 def _figure_cells(nb, skip_if_calling=()) -> int:
     """How many code cells draw a figure; optionally skip those that use the named functions."""
-    plotting = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+    plotting = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
     names = "|".join(map(re.escape, skip_if_calling))
     calls = re.compile(rf"\b({names})\b") if names else None
     return sum(
@@ -252,10 +289,6 @@ def test_first_open_is_quiet_and_in_course_order(lab, page):
     page.wait_for_timeout(3000)  # news, update and kernel prompts appear within a second or two
     page.screenshot(path=SHOTS / "1-first-open.png")
     listing = _listing(page)
-    if "notebooks" in listing and (lab.root / "notebooks").is_dir():
-        page.locator(".jp-DirListing-item", has_text="notebooks").dblclick()
-        page.wait_for_timeout(500)
-        listing = _listing(page)
     in_order = released(lab.release)
     assert listing == in_order, "the file browser should list the notebooks in course order"
     assert page.locator(".jp-Dialog").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
@@ -280,9 +313,7 @@ def test_first_open_is_quiet_and_in_course_order(lab, page):
 
 def test_student_notebook_runs_with_only_friendly_messages(lab, page):
     first = released(lab.release)[0]
-    served = lab.root.relative_to(lab.root.parent)  # notebooks/ or the course root
-    prefix = "" if served.name == "notebooks" else "notebooks/"
-    panel = _open_notebook(page, f"{prefix}{first}/{first}.ipynb")
+    panel = _open_notebook(page, f"{first}/{first}.ipynb")
     student = nbformat.read(lab.release / first / f"{first}.ipynb", as_version=4)
     ran = _run_cell_by_cell(page, panel, len(student.cells))
     assert ran == sum(c.cell_type == "code" for c in student.cells)
@@ -315,9 +346,7 @@ def test_student_notebook_runs_with_only_friendly_messages(lab, page):
 
 def test_finished_notebook_passes_validate(lab, page):
     first = released(lab.release)[0]
-    served = lab.root.relative_to(lab.root.parent)
-    prefix = "" if served.name == "notebooks" else "notebooks/"
-    panel = _open_notebook(page, f"{prefix}{first}/{first}_finished.ipynb")
+    panel = _open_notebook(page, f"{first}/{first}_finished.ipynb")
     page.locator("#jp-MainMenu").get_by_text("Run", exact=True).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     _wait_idle(page)
@@ -344,6 +373,114 @@ def test_finished_notebook_passes_validate(lab, page):
     assert "validation-success" in (verdict.get_attribute("class") or ""), text
     assert "Success" in text and "passes all the tests" in text, text
     page.locator(".jp-Dialog").get_by_role("button").last.click()
+
+
+def nbgrader_tools(page) -> dict:
+    """What the page shows of nbgrader: the Nbgrader menu's items, the right sidebar's tabs."""
+    page.locator("#jp-MainMenu").get_by_text("Nbgrader", exact=True).click()
+    items = page.locator(".lm-Menu:visible .lm-Menu-item:not(.lm-mod-hidden)").all_inner_texts()
+    page.keyboard.press("Escape")
+    tabs = page.locator(".jp-SideBar.jp-mod-right .lm-TabBar-tab").evaluate_all(
+        "tabs => tabs.map(t => t.getAttribute('title') || t.innerText)"
+    )
+    return {"menu": [i.strip() for i in items], "sidebar": tabs}
+
+
+def test_learner_sees_no_instructor_tools(lab, page):
+    """nbgrader's instructor extensions are off in the learner's launch (its page config and
+    server config), while the environment still has them installed for the instructor."""
+    _open_notebook(page, f"{released(lab.release)[0]}/{released(lab.release)[0]}.ipynb")
+    shown = nbgrader_tools(page)
+    page.screenshot(path=SHOTS / "6-learner-tools.png")
+    assert shown["menu"] == ["Assignment List"], shown
+    assert not any("Create Assignment" in t for t in shown["sidebar"]), shown
+    assert page.locator(".jp-NotebookPanel:visible .validate-button").count() == 1, "no Validate"
+    disabled = lab.page_config()["disabledExtensions"]
+    assert set(disabled) == set(INSTRUCTOR_PLUGINS), disabled
+    assert lab.status("formgrader") == 404, "formgrader's server extension must be off"
+
+
+def test_saving_writes_the_learner_copy_never_the_release(lab, page):
+    first = released(lab.release)[0]
+    copy = lab.work / first / f"{first}.ipynb"
+    before = copy.read_bytes()
+    _open_notebook(page, f"{first}/{first}.ipynb")
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + STEP / 1000
+    while copy.read_bytes() == before:
+        assert time.monotonic() < deadline, "JupyterLab did not save the notebook"
+        time.sleep(0.2)
+    assert "version" in json.loads(copy.read_text())["metadata"]["language_info"]
+    for path in sorted(RELEASE.glob("*/*.ipynb")):  # the copy's release is still the shipped one
+        shipped = lab.release / path.relative_to(RELEASE)
+        assert shipped.read_bytes() == path.read_bytes(), f"{shipped} changed"
+
+
+def _longest_visible_message(notebook, namespace):
+    """(exercise, mistake, message): the catalogue mistake whose visible check says most."""
+    found = []
+    checks = __import__(f"attnlib.checks.nb{notebook}", fromlist=["_"])
+    for name, spec in catalogue(notebook).items():
+        for mistake in (m for m in spec.mistakes if m.caught_by != "hidden"):
+            fn = compile_answer(mistake.source, name, namespace)
+            try:
+                with np.errstate(all="ignore"):
+                    getattr(checks, f"check_{name}")(fn)
+            except CheckFailed as err:
+                found.append((len(str(err)), name, mistake, str(err)))
+    return max(found, key=lambda f: f[0])[1:]
+
+
+_SHOWN = """(pre) => {
+    const range = document.createRange();
+    range.selectNodeContents(pre);
+    const box = (r) => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
+    const view = pre.closest('.jp-Dialog-body') || pre.closest('.jp-Dialog-content');
+    return {lines: [...range.getClientRects()].map(box), dialog: box(view.getBoundingClientRect()),
+            viewport: {left: 0, top: 0, right: innerWidth, bottom: innerHeight},
+            scroll: [pre.scrollWidth, pre.clientWidth]};
+}"""
+
+
+def _inside(rect, frame) -> bool:
+    return all(
+        (rect[a] >= frame[a] - 1) if a in ("left", "top") else (rect[a] <= frame[a] + 1)
+        for a in ("left", "right", "top", "bottom")
+    )
+
+
+def test_validate_dialog_shows_the_whole_message_of_a_failed_check(lab, page, solution):
+    """Notebooks 01, 05 and the course's last: a learner's notebook with the catalogue mistake
+    whose visible message is longest; Validate's dialog shows that message whole, every
+    line of it inside the dialog and on screen (the course's custom CSS wraps it)."""
+    assert setup_lab.css_path().read_text() == setup_lab.DIALOG_CSS, "stale course CSS: make setup"
+    names = released(lab.release)
+    served = lab.root.relative_to(lab.root.parent)
+    prefix = "" if served.name == "notebooks" else "notebooks/"
+    for notebook in dict.fromkeys([names[0], next(n for n in names if n[:2] == "05"), names[-1]]):
+        exercise, mistake, message = _longest_visible_message(notebook, solution(notebook))
+        wrong = Batch(notebook, ((exercise, mistake),)).submission(demos=False)
+        nbformat.write(wrong, lab.release / notebook / f"{notebook}_wrong.ipynb")
+        panel = _open_notebook(page, f"{prefix}{notebook}/{notebook}_wrong.ipynb")
+        panel.locator(".validate-button").click()
+        verdict = page.locator(".jp-Dialog #validation-message")
+        verdict.wait_for(timeout=180_000)
+        pre = verdict.locator("pre", has_text=message[:40]).first
+        pre.scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / f"6-validate-wrong-{notebook}.png")
+        shown = pre.evaluate(_SHOWN)
+        assert f"✗ {' '.join(message.split())}" in " ".join(pre.inner_text().split()), (
+            f"{notebook}: the dialog does not show the check's message"
+        )
+        assert shown["scroll"][0] <= shown["scroll"][1], (
+            f"{notebook}: the message overflows: {shown}"
+        )
+        for rect in shown["lines"]:
+            assert _inside(rect, shown["dialog"]) and _inside(rect, shown["viewport"]), (
+                f"{notebook} ({exercise}, {mistake.label}): a line of the message is off the "
+                f"dialog or the screen: {rect} vs {shown['dialog']}"
+            )
+        page.locator(".jp-Dialog").get_by_role("button").last.click()
 
 
 def _imports_cell(nb) -> str:

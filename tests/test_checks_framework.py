@@ -35,11 +35,24 @@ def test_shape_then_value_messages():
         expect_close(np.array([0.0, 5.0]), np.array([0.0, 1.0]), "f")
 
 
-def test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel():
-    """Stub, a demo cell using it, a cell using the demo's result, and a real typo."""
+def _run_in_a_kernel(cells):
+    """Run ``cells`` in a real IPython kernel, as a learner steps through a notebook; return
+    each cell's outputs."""
     from nbclient import NotebookClient
     from nbformat.v4 import new_code_cell, new_notebook
 
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    NotebookClient(nb, allow_errors=True, timeout=60, kernel_name="python3").execute()
+    return [c.outputs for c in nb.cells]
+
+
+def _error(outputs):
+    (error,) = [o for o in outputs if o.output_type == "error"]
+    return error
+
+
+def test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel():
+    """Stub, a demo cell using it, a cell using the demo's result, and a real typo."""
     cells = [
         "from attnlib.checks._core import call\nimport numpy as np",
         "def f(x):\n    raise NotImplementedError()",
@@ -49,14 +62,60 @@ def test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel():
         "def f(x):\n    return x",  # the learner finishes the exercise
         "print(undefined_name)",  # now a NameError is just a NameError
     ]
-    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
-    NotebookClient(nb, allow_errors=True, timeout=60, kernel_name="python3").execute()
-    errors = [[o for o in c.outputs if o.output_type == "error"] for c in nb.cells]
-    check, demo, follow, typo = errors[2][0], errors[3][0], errors[4][0], errors[6][0]
+    outputs = _run_in_a_kernel(cells)
+    check, demo, follow, typo = (_error(outputs[i]) for i in (2, 3, 4, 6))
     assert check.ename == "CheckFailed" and len(check.traceback) == 1
     assert "`f` isn't written yet" in check.traceback[0]
     assert demo.ename == "NotImplementedError" and len(demo.traceback) == 1
     assert "This cell uses `f`, which isn't written yet" in demo.traceback[0]
     assert follow.ename == "NameError" and len(follow.traceback) == 1
-    assert "`f` isn't written yet" in follow.traceback[0]
+    assert "needs `f`, which isn't written yet" in follow.traceback[0]
+    assert "NameError: name 'y' is not defined" in follow.traceback[0], "the error comes after"
     assert typo.ename == "NameError" and "isn't written yet" not in "".join(typo.traceback)
+
+
+def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
+    """A written but wrong exercise: its check fails, and every later cell that needs it
+    (directly, through a result, through another exercise) says so in one line, hint first,
+    draws no empty axes, and goes back to ordinary tracebacks once the check passes."""
+    cells = {
+        "imports": "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')"
+        "\nimport matplotlib.pyplot as plt\nimport types\n"
+        "from attnlib.checks._core import CheckFailed, call, passed",
+        "checks": "def check_g(g):\n    if call(g, 2) != 4:\n"
+        "        raise CheckFailed('`g` is wrong.')\n    passed('g')\n\n\n"
+        "def check_h(h):\n    if call(h, 2) != 40:\n        raise CheckFailed('`h` is wrong.')"
+        "\n\n\nchecks = types.SimpleNamespace(check_softmax=check_g)",
+        "g wrong": "def g(x):\n    return x + 1",  # should double
+        "check g": "check_g(g)",
+        "demo": "table = {'ok': 1}\nfor key in ('ok', 'doubled'):\n"
+        "    table[key] = [1, 2][g(key == 'ok')]",
+        "plot": "fig, ax = plt.subplots()\nax.plot(table['doubled'])",  # needs g through table
+        "h crashes": "def h(x):\n    return g(x)[0]",  # a later exercise built on g
+        "call h": "call(h, 1, name='h')",
+        "h": "def h(x):\n    return g(x) * 10",
+        "check h": "check_h(h)",
+        "misnamed": "def soft_max(x):\n    return x",  # the exercise is `softmax`
+        "check softmax": "checks.check_softmax(softmax)",
+        "g fixed": "def g(x):\n    return 2 * x",
+        "check g again": "check_g(g)",
+        "after": "table['doubled']",  # g passes now: a plain KeyError again
+    }
+    outputs = dict(zip(cells, _run_in_a_kernel(list(cells.values())), strict=True))
+    check = _error(outputs["check g"])
+    assert check.ename == "CheckFailed" and check.traceback == ["\x1b[1;31m✗ `g` is wrong.\x1b[0m"]
+    (demo,) = outputs["demo"]
+    assert "needs `g`, which hasn't passed its check" in demo.traceback[0]
+    (plot,) = outputs["plot"]  # the error only: the figure it started is not drawn
+    assert plot.ename == "KeyError" and len(plot.traceback) == 1
+    assert plot.traceback[0].index("needs `g`") < plot.traceback[0].index("KeyError: 'doubled'")
+    crash = _error(outputs["call h"]).traceback[0]
+    assert "`h` crashed" in crash and "calls `g`, which hasn't passed" in crash
+    (used,) = _error(outputs["check h"]).traceback
+    assert "✗ `h` uses `g`, which hasn't passed its check: fix `g` first. `h` is wrong." in used
+    misnamed = _error(outputs["check softmax"])
+    assert len(misnamed.traceback) == 1
+    assert "`softmax` is not defined: run its answer cell" in misnamed.traceback[0]
+    assert "A cell defines `soft_max`: did you mean `softmax`?" in misnamed.traceback[0]
+    assert any("✓ `g`" in o.get("text", "") for o in outputs["check g again"])
+    assert len(_error(outputs["after"]).traceback) > 1, "an ordinary traceback once g passes"

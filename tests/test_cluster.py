@@ -1,7 +1,7 @@
 """Grading on a Dask cluster (``autograde --scheduler``), end to end through the real CLI.
 
 One LocalCluster of two single-threaded worker processes on localhost grades the small class
-(``fixtures/small_class.py``); every run must give the grades.csv of the local pool, also
+(``fixtures/cluster_class.py``); every run must give the grades.csv of the local pool, also
 when a worker is killed while it runs a notebook. The scheduler allows one worker death per
 notebook, so killing the same notebook's worker twice exhausts it: that notebook gets a
 "Not graded" row, the rest of the batch finishes, and the next run resumes it.
@@ -22,7 +22,7 @@ import dask
 import psutil
 import pytest
 from dask.distributed import Client, LocalCluster
-from fixtures import small_class
+from fixtures import cluster_class
 
 from grader.cli import UserError
 from grader.course import REPO_ROOT
@@ -69,7 +69,7 @@ def _results(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def subs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("small") / "submissions"
-    small_class.build(folder)
+    cluster_class.build(folder)
     return folder
 
 
@@ -157,8 +157,8 @@ def test_cluster_grades_like_the_local_pool(cluster, subs, local, tmp_path):
     assert _grades(out) == local[0]
     assert f"on the cluster {address}" in stdout
     results = _results(out)
-    assert set(results) == set(small_class.STUDENTS)
-    assert (out / "nbgrader" / "autograded" / "wrong" / small_class.NB).is_dir()
+    assert set(results) == set(cluster_class.STUDENTS)
+    assert (out / "nbgrader" / "autograded" / "wrong" / cluster_class.NB).is_dir()
 
 
 def test_a_worker_killed_mid_notebook_loses_nothing(cluster, subs, local, tmp_path):
@@ -194,7 +194,7 @@ def test_a_notebook_that_kills_its_workers_is_not_graded_and_resumes(
 
     _wait_for_workers(client)
     stdout, _ = _finish(_start(subs, out, "--scheduler", address))
-    assert f"({len(small_class.STUDENTS) - 1} reused" in stdout
+    assert f"({len(cluster_class.STUDENTS) - 1} reused" in stdout
     assert _grades(out) == local[0]
 
 
@@ -212,7 +212,7 @@ def test_sigterm_cancels_the_cluster_run_and_the_next_run_resumes(cluster, subs,
     assert proc.returncode == 130, stderr[-2000:]
     assert "interrupted" in stderr and not (out / "grades.csv").exists()
     kept = len(list(results.glob("*/*.json")))
-    assert 0 < kept < len(small_class.STUDENTS)
+    assert 0 < kept < len(cluster_class.STUDENTS)
 
     stdout, _ = _finish(_start(subs, out, "--scheduler", address))
     assert f"({kept} reused" in stdout
@@ -281,8 +281,8 @@ def _job():
     from grader.trusted import models
 
     settings = load()
-    model = models([small_class.NB], settings.release_cache)[small_class.NB]
-    return Job("s", small_class.NB, b"{}", model, settings.snapshot())
+    model = models([cluster_class.NB], settings.release_cache)[cluster_class.NB]
+    return Job("s", cluster_class.NB, b"{}", model, settings.snapshot())
 
 
 def test_a_notebook_that_failed_on_the_cluster_gets_a_row_saying_so():

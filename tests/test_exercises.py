@@ -1,8 +1,8 @@
 """Every exercise of every notebook, through its real test cells.
 
 The solution passes its visible and hidden test cells; the release stub fails each of
-them with the one-line "isn't written yet"; and the cells have the shape the grader
-relies on. Per-notebook files test the wrong and the alternative implementations.
+them with the one-line "isn't written yet"; the cells have the shape the grader relies on;
+and each exercise has a mistake catalogue, which tests/exercises/ loops over.
 """
 
 import re
@@ -12,6 +12,7 @@ import pytest
 
 from attnlib.checks import CheckFailed
 from grader.course import assignments, exercises, source_path
+from grader.hidden import catalogue
 
 EXERCISES = [(a, ex) for a in assignments() for ex in exercises(a) if ex.autograded]
 
@@ -58,3 +59,14 @@ def test_exercise_has_a_visible_and_a_hidden_test_cell(assignment, exercise):
     assert hidden, "the hidden test cell must keep its checks between the HIDDEN TESTS markers"
     assert f'verify("{name}", {name})' in hidden.group(1)
     assert exercise.max_points > 0
+
+
+@pytest.mark.parametrize(
+    ("assignment", "exercise"), EXERCISES, ids=lambda x: getattr(x, "grade_id", x)
+)
+def test_exercise_has_a_catalogue(assignment, exercise):
+    spec = catalogue(assignment).get(exercise.grade_id)
+    assert spec is not None, f"grader/hidden has no checks for {exercise.grade_id}"
+    labels = [entry.label for entry in spec.mistakes + spec.alternatives]
+    assert len(set(labels)) == len(labels), f"labels must be unique: {labels}"
+    assert len(spec.mistakes) >= 3 and spec.alternatives, "three mistakes and an alternative"

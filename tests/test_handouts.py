@@ -11,9 +11,20 @@ import pytest
 
 from grader.cli import main
 from grader.course import assignments, release_path, source_path
-from grader.handouts import MIN_LEAK, _visible_text, build, leaks, secret_lines, shipped_text
+from grader.handouts import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    MIN_LEAK,
+    NEEDS_YOUR_CODE,
+    PRINT_CSS,
+    _visible_text,
+    build,
+    leaks,
+    secret_lines,
+    shipped_text,
+)
 
-PLOTTING = re.compile(r"\b(plt\.|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
+PLOTTING = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
 PNG = re.compile(r'<img[^>]+src="data:image/png;base64,')
 
 
@@ -27,6 +38,10 @@ def handouts(tmp_path_factory):
     out = tmp_path_factory.mktemp("handouts")
     written = build(out, _chosen())
     return out, written
+
+
+def _plots(cell) -> bool:
+    return cell.cell_type == "code" and bool(PLOTTING.search(cell.source))
 
 
 def _pages(pdf: bytes) -> int:
@@ -90,14 +105,13 @@ def test_student_handout_has_prompts_and_demo_figures(handouts, assignment):
     assert "Traceback" not in text and "isn't written yet" not in text, "error outputs shown"
     names = re.compile(rf"\b({'|'.join(c.metadata['nbgrader']['grade_id'] for c in answers)})\b")
     demos = sum(  # plotting cells that do not use the learner's functions
-        c.cell_type == "code" and bool(PLOTTING.search(c.source)) and not names.search(c.source)
+        _plots(c) and not names.search(c.source)
         for c in release.cells
     )  # fmt: skip
     assert len(PNG.findall(page)) >= demos, "a demo figure is missing from the student handout"
     solution = (out / "solution" / f"{assignment}.html").read_text()
     plots = sum(
-        c.cell_type == "code" and bool(PLOTTING.search(c.source))
-        for c in nbformat.read(source_path(assignment), as_version=4).cells
+        _plots(c) for c in nbformat.read(source_path(assignment), as_version=4).cells
     )  # fmt: skip
     assert len(PNG.findall(solution)) >= plots, "a figure is missing from the solution handout"
 
@@ -106,3 +120,33 @@ def test_unknown_notebook_is_a_clear_error(tmp_path, capsys):
     assert main(["handouts", "--out", str(tmp_path), "--only", "99_nope"]) == 2
     assert "unknown notebook" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_student_handout_marks_outputs_that_need_the_learners_code(handouts):
+    out, _ = handouts
+    last = _chosen()[-1]
+    text = _visible_text((out / "student" / f"{last}.html").read_text())
+    assert NEEDS_YOUR_CODE.strip() in text  # in place of the dropped error output
+
+
+def test_printed_code_wraps_at_the_page_margin(handouts):
+    """Without the print style some code block is wider than an A4 text column; with it, none."""
+    from playwright.sync_api import sync_playwright
+
+    out, _ = handouts
+    too_wide = (
+        "[...document.querySelectorAll('pre')].filter(p => p.scrollWidth > p.clientWidth + 1)"
+    )
+    before, after = {}, {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 700, "height": 1000})  # A4 minus margins
+        page.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
+        for path in sorted(out.glob("*/*.html")):
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            before[path.name] = page.evaluate(too_wide + ".length")
+            page.add_style_tag(content=PRINT_CSS)
+            after[path.name] = page.evaluate(too_wide + ".length")
+        browser.close()
+    assert sum(before.values()) > 0, "no long line to wrap: the test shows nothing"
+    assert not any(after.values()), after

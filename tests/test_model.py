@@ -166,3 +166,41 @@ def test_training_lowers_the_loss_and_logs_the_callback():
     assert all(not training and not grad for _, training, grad in seen)
     assert sum(history["loss"][-10:]) < sum(history["loss"][:10])
     assert history["seconds"] > 0 and not model.training
+
+
+def test_a_model_without_positions_has_neither_rope_nor_learned_positions():
+    model = TinyTransformer(tasks.N_TOKENS, rope=False, learned_positions=False)
+    assert model.pos_embed is None and not any(b.attn.rope for b in model.blocks)
+    assert TinyTransformer(tasks.N_TOKENS, rope=False).pos_embed is not None  # as before
+    with pytest.raises(ValueError, match="one kind of positions"):
+        TinyTransformer(tasks.N_TOKENS, rope=True, learned_positions=True)
+
+
+@pytest.mark.parametrize(("rope", "blind"), [(False, True), (True, False)])
+def test_without_positions_the_first_layer_sees_only_the_set_of_earlier_tokens(rope, blind):
+    """Shuffling the tokens before t leaves layer 0's output at t unchanged, unless RoPE."""
+    torch.manual_seed(0)
+    model = TinyTransformer(tasks.N_TOKENS, rope=rope, learned_positions=False).eval()
+    tokens = torch.randint(1, tasks.N_TOKENS, (12,))
+    shuffled = torch.cat([tokens[:8][torch.randperm(8)], tokens[8:]])
+    with torch.no_grad():
+        a, b = (model.blocks[0](model.embed(t)) for t in (tokens, shuffled))
+    assert torch.allclose(a[8:], b[8:], atol=1e-6) == blind
+    assert not torch.allclose(a[:8], b[:8], atol=1e-3)
+
+
+def test_training_runs_on_the_chosen_threads_and_restores_them():
+    from attnlib.train import TRAIN_THREADS
+
+    before = torch.get_num_threads()
+    seen = []
+    model = TinyTransformer(tasks.N_TOKENS, d_model=16, n_heads=2, n_layers=1)
+
+    def callback(step, m):
+        seen.append(torch.get_num_threads())
+
+    history = train(
+        model, tasks.induction_batches(batch=2, T=17), steps=2, progress=False, callback=callback
+    )
+    assert seen and set(seen) == {TRAIN_THREADS} == {history["threads"]}
+    assert torch.get_num_threads() == before

@@ -17,14 +17,26 @@ MAKEFILE = (REPO_ROOT / "Makefile").read_text()
 COVERED = {
     "make lab": ("tests/test_browser.py", "_lab_command(course)"),  # make lab's own command
     "make test": (".ci/run", "make test"),
+    "make update": ("tests/test_workspace.py", 'lab("update")'),
+    "make reset": ("tests/test_workspace.py", '"make", "-s", "reset"'),
     "make release": ("tests/test_release_sync.py", "from grader.release import release"),
     "make grade": ("tests/test_autograde.py", '"-m", "grader", "autograde"'),
+    "make formgrader": ("tests/test_formgrader.py", '_recipe("formgrader", small_class)'),
+    "make totals": ("tests/test_formgrader.py", '"make", "-s", "totals"'),
+    "make export": ("tests/test_totals_export.py", '_cli("export", out, "--roster", roster)'),
     "make bundle": ("tests/test_bundle.py", '"-m", "grader", "bundle"'),
     "make handouts": ("tests/test_handouts.py", "from grader.handouts import"),
     # `make test` depends on `setup`, whose recipe makes the venv and pip-installs the course.
     "python3 -m venv .venv": ("Makefile", "$(PYTHON) -m venv $(VENV)"),
     ".venv/bin/pip install -e .": ("Makefile", "$(PY) -m pip install --quiet -e"),
+    # The attendees' launch, run in the unzipped bundle (and by `make lab`).
+    ".venv/bin/python -m attnlib.lab": (
+        "tests/test_bundle.py",
+        '[sys.executable, "-m", "attnlib.lab"]',
+    ),
+    "python -m attnlib.lab": ("tests/test_bundle.py", '[sys.executable, "-m", "attnlib.lab"]'),
     "conda env create -f environment.yml": ("tests/test_pins.py", "environment.yml"),
+    "conda activate attention-course": ("environment.yml", "name: attention-course"),
     # "Grading a big class": the Dask cluster commands, run as shown by tests/test_cluster.py.
     "dask scheduler": ("tests/test_cluster.py", '[DASK, "scheduler"'),
     "DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker": (
@@ -37,9 +49,14 @@ COVERED = {
 RECIPES = {
     "release": "$(PY) -m grader release",
     "grade": "$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)",
+    "formgrader": "$(PY) -m grader formgrader $(OUT)",
+    "totals": "$(PY) -m grader totals $(OUT)",
+    "export": "$(PY) -m grader export $(OUT)",
     "bundle": "$(PY) -m grader bundle",
     "handouts": "$(PY) -m grader handouts --out handouts",
-    "lab": "$(VENV)/bin/jupyter lab",
+    "lab": "$(PY) -m attnlib.lab",
+    "update": "$(PY) -m attnlib.lab update",
+    "reset": "$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)",
     "test": "$(PY) -m pytest",
     "bench": "$(PY) -m bench",
 }
@@ -82,11 +99,44 @@ def test_make_test_runs_the_browser_test():
     assert "executable_path" in (REPO_ROOT / "tests" / "test_browser.py").read_text()
 
 
+def test_attendee_set_up_steps_have_one_source():
+    """The attendees' set-up is written once, between markers, and the bundle's README is
+    built from that block (test_bundle.py checks the zip carries it)."""
+    from grader.bundle import SETUP_MARKERS, setup_steps, student_readme
+
+    start, end = SETUP_MARKERS
+    assert README.count(start) == README.count(end) == 1
+    steps = setup_steps()
+    assert README.index("## Workshop hosts") < README.index(start)
+    assert steps in student_readme()
+    shown = [c for c in readme_commands() if c in steps.splitlines()]
+    assert shown[:3] == ["python3 -m venv .venv", ".venv/bin/pip install -e .",
+                         ".venv/bin/python -m attnlib.lab"], shown  # fmt: skip
+
+
+def test_instructor_guide_shows_every_instructor_command():
+    """Every grader command (but the hosts' handouts) is shown as its make target."""
+    from grader.cli import COMMANDS
+
+    section = README[README.index("## Instructors") : README.index("## Workshop hosts")]
+    for command in set(COMMANDS) - {"handouts"}:
+        target = {"autograde": "grade"}.get(command, command)
+        assert re.search(rf"^make {target}\b", section, re.M), f"`make {target}` not shown"
+        assert f"-m grader {command}" in _recipe(target), f"`make {target}` runs no {command}"
+
+
 def test_links_and_named_files_exist():
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         assert (REPO_ROOT / link).exists(), f"README links to a missing {link}"
     for name in ("environment.yml", "pyproject.toml", "STYLE_GUIDE.md", "solutions", "notebooks"):
         assert name in README and (REPO_ROOT / name).exists(), name
+
+
+def test_the_series_lists_every_notebook_in_order():
+    from grader.course import assignments
+
+    listed = re.findall(r"^\d+\. `(\d\d_\w+)`", README, re.M)
+    assert listed == assignments(), "README's list of notebooks is out of date"
 
 
 def test_grading_outputs_listed_are_written_by_the_grader():

@@ -213,7 +213,7 @@ def test_no_sandbox_grades_trusted_work_and_says_so(tmp_path):
         "student,notebook,exercise,points,max_points,message"
     )
     assert _rows(out)[("honest", "softmax")]["points"] == "2"
-    assert "without the OS sandbox" in proc.stdout.lower()
+    assert "without the os sandbox" in proc.stdout.lower()
     assert "WITHOUT the OS sandbox" in (out / "report" / "index.html").read_text()
     with open(out / "report" / "flags.csv", newline="") as fh:
         flags = list(csv.DictReader(fh))

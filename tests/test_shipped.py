@@ -1,12 +1,14 @@
-"""The shipped weights in data/: small, loadable, and reproducing their model card."""
+"""The shipped weights in data/: small, loadable, and reproducing their model cards."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from attnlib import shipped
 from attnlib.paths import data_file
+from attnlib.patterns import repeat_templates, template_score
 from grader.hidden import nb08_attention_maps as reference
 
 
@@ -20,26 +22,59 @@ def model():
     return shipped.load_shipped()
 
 
-def test_weights_are_small_and_match_the_recipe(card, model):
-    assert data_file(shipped.WEIGHTS).stat().st_size < 2_000_000
-    assert card["recipe"] == shipped.RECIPE  # the card describes the recipe in the code
+@pytest.mark.parametrize("name", list(shipped.MODELS))
+def test_weights_are_small_and_match_the_recipe(name):
+    spec, card, model = shipped.MODELS[name], shipped.load_card(name), shipped.load_shipped(name)
+    assert data_file(spec.weights).stat().st_size < 2_000_000
+    assert card["recipe"] == spec.recipe  # the card describes the recipe in the code
     assert card["n_params"] == sum(p.numel() for p in model.parameters())
     assert not model.training
-    for key in ("torch", "train_seconds", "final_train_loss", "log", "phase_change_step"):
+    for key in ("torch", "train_seconds", "load_average", "final_train_loss", "log", "threads"):
         assert key in card, key
 
 
-def test_markdown_card_is_generated_from_the_json(card):
-    assert data_file(shipped.CARD_MD).read_text() == shipped._markdown(card)
+@pytest.mark.parametrize("name", list(shipped.MODELS))
+def test_markdown_card_is_generated_from_the_json(name):
+    card = shipped.load_card(name)
+    md = data_file(shipped.MODELS[name].card + ".md").read_text()
+    assert md == shipped._markdown(card, name)
 
 
-def test_shipped_weights_reproduce_the_card(card, model):
-    result = shipped.evaluate(model)
+@pytest.mark.parametrize("name", list(shipped.MODELS))
+def test_shipped_weights_reproduce_the_card(name):
+    card = shipped.load_card(name)
+    result = shipped.evaluate(shipped.load_shipped(name))
     assert result["loss_first_copy"] == pytest.approx(card["loss_first_copy"], abs=1e-3)
     assert result["loss_second_copy"] == pytest.approx(card["loss_second_copy"], abs=1e-3)
     for got, want in zip(result["heads"], card["heads"], strict=True):
         for key in ("self", "previous", "sink", "induction"):
             assert got[key] == pytest.approx(want[key], abs=1e-3), (got["layer"], got["head"], key)
+
+
+def test_the_two_models_differ_only_in_positions():
+    with_rope, without = shipped.load_shipped("induction"), shipped.load_shipped("no_positions")
+    assert with_rope.config == {**without.config, "rope": True, "learned_positions": False}
+    assert without.pos_embed is None and not any(b.attn.rope for b in without.blocks)
+    assert with_rope.state_dict().keys() == without.state_dict().keys()
+
+
+def test_without_positions_no_previous_token_or_induction_head_forms():
+    """Notebook 07's claim: scores stay near uniform attention's, the repeat is not copied."""
+    card, rope_card = shipped.load_card("no_positions"), shipped.load_card("induction")
+    period = card["recipe"]["eval"]["period"]
+    T = 2 * period + 1
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    base = {k: template_score(uniform, P) for k, P in repeat_templates(period).items()}
+    for head in card["heads"]:
+        assert head["previous"] < base["previous"] + 0.03, head
+        assert head["induction"] < base["induction"] + 0.03, head
+    assert card["phase_change_step"] is None
+    assert card["loss_second_copy"] > 3.0 > 1.0 > rope_card["loss_second_copy"]
+
+
+def test_unknown_model_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="no_positions"):
+        shipped.load_shipped("nope")
 
 
 def test_card_scores_agree_with_the_exercise_definitions(card, model):

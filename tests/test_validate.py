@@ -1,10 +1,25 @@
 """nbgrader's Validate (the toolbar button; its API, since `nbgrader validate` exits 0 on
-failures): every solution passes, and on the untouched release every visible check fails."""
+failures): every solution passes, on the untouched release every visible check fails, and on
+submissions that carry the mistake catalogue (``fixtures.batches``) each mistake the visible
+check must catch fails its exercise's visible test cell with its words, while every other
+exercise (hidden-only mistakes and alternatives included) passes."""
 
+import re
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+import nbformat
 import pytest
+from fixtures.batches import batches
+from nbgrader.apps import NbGrader
 from nbgrader.validator import Validator
 
-from grader.course import assignments, release_path, source_path
+from grader.course import REPO_ROOT, assignments, exercises, release_path, source_path
+from grader.hidden import Mistake
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.mark.parametrize("assignment", assignments())
@@ -22,3 +37,87 @@ def test_release_fails_every_visible_check(assignment):
         line.startswith("#") for source in passed for line in source.splitlines() if line.strip()
     ), f"visible checks pass on the unwritten release of {assignment}: {passed}"
     assert passed, "expected the hidden-test placeholders to be the only passing cells"
+
+
+def _failed_test_cells(nb, result) -> dict[str, str]:
+    """{grade_id of a failed test cell: its error text, without colours}."""
+    by_source = {
+        c.source.strip(): c.metadata["nbgrader"]["grade_id"]
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    }
+    return {by_source[f["source"]]: ANSI.sub("", f["raw_error"]) for f in result.get("failed", [])}
+
+
+BATCHES = [b for a in assignments() for b in batches(a)]
+
+
+def course_validator(**traits) -> Validator:
+    """nbgrader's Validator with the course's nbgrader_config.py, as the Validate button and
+    `nbgrader validate` load it."""
+    app = NbGrader()
+    app.config_file_paths.append(str(REPO_ROOT))
+    app.load_config_file()
+    return Validator(config=app.config, **traits)
+
+
+def _validate(path: str) -> dict:
+    return course_validator().validate(path)
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory):
+    """{batch: its failed test cells}: every batch validated once, three kernels at a time
+    (each in its own process: Validator changes the working directory while it runs)."""
+    folder = tmp_path_factory.mktemp("batches")
+    notebooks, paths = [], []
+    for i, batch in enumerate(BATCHES):
+        nb = batch.submission(demos=False)  # Validate judges test cells only: demos cost time
+        path = folder / f"{i:03d}" / f"{batch.notebook}.ipynb"
+        path.parent.mkdir()
+        nbformat.write(nb, path)
+        notebooks.append(nb)
+        paths.append(str(path))
+    with ProcessPoolExecutor(max_workers=3, mp_context=get_context("spawn")) as pool:
+        results = list(pool.map(_validate, paths))
+    return {
+        b: (path, _failed_test_cells(nb, r))
+        for b, nb, path, r in zip(BATCHES, notebooks, paths, results, strict=True)
+    }
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=lambda b: f"{b.notebook}:{b.label}")
+def test_validate_names_every_mistake_of_the_catalogue(batch, validated):
+    _, failed = validated[batch]
+    for ex in exercises(batch.notebook):
+        test_id, entry = f"test_{ex.grade_id}", batch.entry(ex.grade_id)
+        if not ex.autograded or batch.needs_wrong(ex.grade_id):
+            continue
+        if isinstance(entry, Mistake) and entry.caught_by != "hidden":
+            assert test_id in failed, f"Validate passes {ex.grade_id} with {entry.label!r}"
+            missing = [w for w in entry.says if w.lower() not in failed[test_id].lower()]
+            assert not missing, f"{test_id} lacks {missing}: {failed[test_id]!r}"
+        else:
+            what = f"with {entry.label!r}" if entry else "with the solution"
+            assert test_id not in failed, f"{test_id} fails {what}: {failed.get(test_id)!r}"
+
+
+def test_no_message_is_cut_on_the_command_line(validated):
+    """`nbgrader validate` cuts each line at Validator.width - 3 characters, indent included:
+    the course's width holds every message the catalogue produces, and the command uses it."""
+    validator = course_validator()
+    room = validator.width - 3 - len(validator.indent)
+    lines = [
+        line for _, failed in validated.values() for e in failed.values() for line in e.split("\n")
+    ]
+    longest = max(lines, key=len)
+    assert len(longest) <= room, f"{len(longest)} > {room} characters: {longest}"
+
+    path, failed = next(v for v in validated.values() if v[1])
+    out = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", path],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    ).stdout  # fmt: skip
+    for message in failed.values():
+        for line in message.split("\n"):
+            assert f"{validator.indent}{line}\n" in out, f"cut or missing: {line!r}\n{out[-2000:]}"

@@ -1,84 +1,116 @@
-"""The machinery every check module shares: calling the learner's function
-safely, comparing shapes and values, and reporting in one friendly line."""
+"""The machinery every check module shares: calling the learner's function safely,
+comparing shapes and values, and reporting in one friendly line (in a notebook, through the
+handler of ``attnlib.checks._cells``, installed when this module is imported)."""
 
+import importlib
 import inspect
 import numbers
+import pkgutil
+import re
 
 import numpy as np
+
+from attnlib.checks import _cells
 
 
 class CheckFailed(AssertionError):
     """A check failed; the message says what is wrong and, where it can tell, why."""
 
-
-def _from_cell(code) -> bool:
-    return "ipykernel" in code.co_filename or code.co_filename.startswith("<ipython")
-
-
-def _stub_name(tb):
-    """The learner's function that raised NotImplementedError, if it was defined in a cell."""
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    code = tb.tb_frame.f_code
-    return code.co_name if _from_cell(code) and code.co_name != "<module>" else None
+    def _render_traceback_(self):  # IPython's protocol: how this exception is displayed
+        return _cells.red(str(self))
 
 
-def _unwritten(shell):
-    """Exercise functions in the notebook that are still the release's stub."""
-    found = {}  # by the function's own name, so aliases are listed once
-    for obj in list(shell.user_ns.values()):
-        code = getattr(obj, "__code__", None)
-        if code is not None and _from_cell(code) and "NotImplementedError" in code.co_names:
-            found[code.co_name] = None
-    return list(found)
+_cells.install(CheckFailed)
 
 
-def _red(text):
-    return [f"\x1b[1;31m✗ {text}\x1b[0m"]
+# --------------------------------------------------------------------------- calling the learner
+
+_CRASH_HINTS: dict[str, dict[str, str]] = {}
 
 
-def _one_line(shell, etype, value, tb, tb_offset=None):
-    """Show a failed check, a call to an unwritten exercise, or what follows from one,
-    as one red line. It is still sent as an error output, so nbgrader counts the cell
-    as failed. Anything else keeps its ordinary traceback.
-    """
-    stubs = _unwritten(shell)
-    if issubclass(etype, CheckFailed):
-        stb = _red(value)
-    elif issubclass(etype, NotImplementedError) and (name := _stub_name(tb)):
-        stb = _red(
-            f"This cell uses `{name}`, which isn't written yet: finish its exercise above "
-            "(replace `raise NotImplementedError()`), run that cell, then this one."
+def crash_hints(exercise: str, hints: dict[str, str]) -> None:
+    """Register what a crash of ``exercise`` most likely means: {text found in the error
+    ("ValueError: operands could not be broadcast ..."): the hint shown before it}."""
+    _CRASH_HINTS.setdefault(exercise, {}).update(hints)
+
+
+def _hints(exercise: str) -> dict[str, str]:
+    if exercise not in _CRASH_HINTS:  # e.g. the grader judging before any check ran
+        package = importlib.import_module("attnlib.checks")
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"attnlib.checks.{info.name}")
+    return _CRASH_HINTS.get(exercise, {})
+
+
+def _undefined_name(err) -> str | None:
+    if type(err).__name__ != "NameError":
+        return None
+    found = re.search(r"name '(\w+)' is not defined", str(err))
+    return getattr(err, "name", None) or (found and found.group(1))
+
+
+def _uses_failed(name, err) -> str | None:
+    """Another exercise whose check failed, that the crash happened in or that the crashing
+    code calls: the likely cause."""
+    for code in reversed(list(_cells.frames(err.__traceback__))):
+        if not _cells.from_cell(code):
+            continue
+        for other in (code.co_name, *code.co_names):
+            if other != name and other in _cells.FAILED:
+                return other
+    return None
+
+
+def _shapes(args) -> str:
+    shapes = [f"{a.shape}" for a in args if isinstance(a, np.ndarray)]
+    if not shapes:
+        return ""
+    return f" on input{'s' if len(shapes) > 1 else ''} of shape {', '.join(shapes)}"
+
+
+def crash_message(name, err, args=(), hint=None) -> str:
+    """The learner's ``name`` raised ``err``: the likely mistake first, the error after."""
+    if other := _uses_failed(name, err):
+        hint = f"it calls `{other}`, which hasn't passed its check: fix `{other}` first"
+    elif missing := _undefined_name(err):
+        hint = (
+            f"it uses `{missing}`, which is not defined: run the cell that defines it "
+            "(and check the spelling)"
         )
-    elif issubclass(etype, NameError) and stubs:
-        listed = ", ".join(f"`{n}`" for n in stubs)
-        verb, it = ("isn't", "it") if len(stubs) == 1 else ("aren't", "them")
-        stb = _red(
-            f"{value}: probably an earlier cell stopped because {listed} {verb} written yet. "
-            f"Finish {it}, then run the cells from there again (or check the spelling)."
-        )
-    else:
-        stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-    shell._showtraceback(etype, value, stb)
-    return stb
+    text = _cells.brief(err)
+    hint = hint or next((h for frag, h in _hints(name).items() if frag in text), None)
+    if hint is None:
+        return f"`{name}` raised {text}"
+    return f"`{name}` crashed{_shapes(args)}: {hint} ({text})"
 
 
-def _install_one_line_errors():
-    try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python: ordinary tracebacks are fine
-        return
-    shell = get_ipython()
-    if shell is not None:
-        shell.set_custom_exc((CheckFailed, NotImplementedError, NameError), _one_line)
+def precision_problem(result, args, name) -> str | None:
+    """Results keep the precision of the inputs: float64 in, float64 out. A less precise
+    floating result (a cast to float32, ``torch.Tensor``, ``.float()``) is refused."""
+    inputs = [a.dtype for a in args if _floating(a)]
+    if not inputs:
+        return None
+    wanted = max(inputs, key=lambda d: d.itemsize)
+    parts = result if isinstance(result, (tuple, list)) else [result]
+    coarse = [p.dtype for p in parts if _floating(p) and p.dtype.itemsize < wanted.itemsize]
+    if not coarse:
+        return None
+    return (
+        f"`{name}` returned {coarse[0]} for {wanted} input: keep {wanted}, the course's "
+        "precision (no `.astype(np.float32)`, `np.float32(...)`, `torch.Tensor(...)` or "
+        "`.float()`)."
+    )
 
 
-_install_one_line_errors()
+def _floating(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic)) and np.issubdtype(x.dtype, np.floating)
 
 
-def call(fn, *args, name=None, **kwargs):
-    """Call the learner's ``fn``; turn a stub, a crash, or a change to its input arrays
-    (the caller's data would change) into a clear CheckFailed."""
+def call(fn, *args, name=None, hint=None, **kwargs):
+    """Call the learner's ``fn``; turn a stub, a crash, a change to its input arrays (the
+    caller's data would change) or a result less precise than its inputs into a clear
+    CheckFailed. ``hint`` says what a crash on these inputs likely means (otherwise the
+    exercise's registered ``crash_hints`` do)."""
     name = name or getattr(fn, "__name__", "your function")
     if not callable(fn):
         raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
@@ -86,15 +118,20 @@ def call(fn, *args, name=None, **kwargs):
     before = {i: a.copy() for i, a in enumerate(given) if isinstance(a, np.ndarray)}
     try:
         result = fn(*args, **kwargs)
-    except NotImplementedError:
+    except NotImplementedError as err:
+        stub = _cells.stub_name(err.__traceback__)
+        if stub and stub != name:
+            raise CheckFailed(
+                f"`{name}` calls `{stub}`, which isn't written yet: finish `{stub}` first."
+            ) from None
         raise CheckFailed(
             f"`{name}` isn't written yet: replace `raise NotImplementedError()` with your code, "
-            "run that cell, then run this check again."
+            "run that cell (it must run without an error), then run this check again."
         ) from None
     except CheckFailed:
         raise
-    except Exception as err:  # the learner's bug: say what it was, briefly
-        raise CheckFailed(f"`{name}` raised {type(err).__name__}: {err}") from None
+    except Exception as err:  # the learner's bug: the likely mistake, then what it was
+        raise CheckFailed(crash_message(name, err, args, hint)) from None
     changed = [
         i
         for i, old in before.items()
@@ -117,7 +154,12 @@ def call(fn, *args, name=None, **kwargs):
             f"(`{first + '.copy()' if first.isidentifier() else '.copy()'}`) or build new "
             "arrays, so the caller's data stays as it was."
         )
+    if problem := precision_problem(result, args, name):
+        raise CheckFailed(problem)
     return result
+
+
+# --------------------------------------------------------------------------- comparing
 
 
 def as_array(out, name, what="the result"):
@@ -149,12 +191,24 @@ def as_number(out, name, what="one number", hint=""):
     return float(out)
 
 
-def expect_shape(out, shape, name, hint=""):
-    """Shape first: most bugs show up here, and the message is easy to act on."""
-    out = as_array(out, name)
+def is_whole(out) -> bool:
+    """An int: a Python or NumPy integer (also as a 0-d array, as the grader records it)."""
+    if isinstance(out, np.ndarray) and out.ndim == 0:
+        out = out[()]
+    return isinstance(out, (int, np.integer)) and not isinstance(out, (bool, np.bool_))
+
+
+def _subject(name, what):
+    return f"`{name}` returned {what} of" if what else f"`{name}` returned"
+
+
+def expect_shape(out, shape, name, hint="", what=""):
+    """Shape first: most bugs show up here, and the message is easy to act on. ``what``
+    names the part of the result ("the keys") when the function returns several."""
+    out = as_array(out, name, what or "the result")
     if out.shape != tuple(shape):
         raise CheckFailed(
-            f"`{name}` returned shape {out.shape}, expected {tuple(shape)}."
+            f"{_subject(name, what)} shape {out.shape}, expected {tuple(shape)}."
             + (f" {hint}" if hint else "")
         )
     return out
@@ -169,23 +223,25 @@ def expect_finite(out, name, hint=""):
         )
 
 
-def expect_close(out, expected, name, hint="", atol=1e-6, rtol=1e-5):
-    """Values next: compare, and report the worst entry."""
-    out = expect_shape(out, np.shape(expected), name)
+def expect_close(out, expected, name, hint="", atol=1e-6, rtol=1e-5, what=""):
+    """Values next: compare, and report the worst entry (of ``what``, if named)."""
+    out = expect_shape(out, np.shape(expected), name, what=what)
     if not np.allclose(out, expected, atol=atol, rtol=rtol):
         idx = (
             np.unravel_index(np.argmax(np.abs(out - expected)), np.shape(expected))
             if out.ndim
             else ()
         )
+        where = f" of {what}" if what else ""
         raise CheckFailed(
-            f"`{name}` gave {np.asarray(out)[idx]:.4g} at index {tuple(int(i) for i in idx)}, "
-            f"expected {np.asarray(expected)[idx]:.4g}." + (f" {hint}" if hint else "")
+            f"`{name}` gave {np.asarray(out)[idx]:.4g} at index {tuple(int(i) for i in idx)}"
+            f"{where}, expected {np.asarray(expected)[idx]:.4g}." + (f" {hint}" if hint else "")
         )
     return out
 
 
 def passed(name, n_hidden=True):
     """Say what passed, and that hidden checks still come at grading time."""
+    _cells.FAILED.pop(name, None)
     tail = " Hidden checks run when your notebook is graded." if n_hidden else ""
     print(f"✓ `{name}`: all visible checks passed.{tail}")

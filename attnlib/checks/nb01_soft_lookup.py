@@ -5,17 +5,45 @@ import numpy as np
 from attnlib.checks._core import (
     CheckFailed,
     call,
+    crash_hints,
     expect_close,
     expect_finite,
     expect_shape,
     passed,
 )
 
+_SCORES_AND_BLEND = (
+    "the shapes don't fit a matrix product: the scores are `keys @ query` ([n, d] @ [d] -> "
+    "[n]), and the blend is `weights @ values` ([n] @ [n, d_v] -> [d_v])"
+)
+crash_hints(
+    "softmax",
+    {
+        "could not be broadcast": "keep the reduced axis, `x.max(axis=axis, keepdims=True)` "
+        "and `e.sum(axis=axis, keepdims=True)`, so the row maxima and sums broadcast against x"
+    },
+)
+crash_hints(
+    "hard_lookup",
+    {
+        "mismatch": "the shapes don't fit a matrix product: score the keys with `keys @ "
+        "query` ([n, d] @ [d] -> [n]); the values [n, d_v] are only read, at the best index",
+        "out of bounds for axis 1": "it reads a column of `values`; the value of key i is "
+        "the row `values[i]`",
+    },
+)
+crash_hints("soft_lookup", {"mismatch": _SCORES_AND_BLEND})
+
 
 def check_softmax(softmax):
     name = "softmax"
     x = np.array([0.0, np.log(2.0), np.log(3.0)])  # softmax = [1, 2, 3] / 6
     out = expect_shape(call(softmax, x, name=name), (3,), name)
+    if not np.isclose(out.sum(), 1.0):
+        raise CheckFailed(
+            f"`softmax([0, ln 2, ln 3])` sums to {out.sum():.4g}, not 1: divide the "
+            "exponentials by their sum along `axis`."
+        )
     expect_close(
         out, np.array([1, 2, 3]) / 6, name, hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j)."
     )
@@ -40,14 +68,15 @@ def check_softmax(softmax):
     expect_close(
         out.sum(axis=-1),
         np.ones(2),
-        name + " (row sums)",
+        name,
         hint="Each row of weights must sum to 1.",
+        what="row sums",
     )
 
     big = np.array([1000.0, 1001.0, 1002.0])
     out = call(softmax, big, name=name)
     expect_finite(
-        out, name, hint="exp(1000) overflows: subtract the maximum before exponentiating."
+        out, name, hint="exp(1000) overflows: subtract each row's maximum before exponentiating."
     )
     expect_close(
         out,
@@ -55,13 +84,27 @@ def check_softmax(softmax):
         name,
         hint="Adding a constant to every score must not change the weights.",
     )
+    spread = call(softmax, np.array([-1000.0, 0.0, 1000.0]), name=name)  # 2000 apart
+    if not np.all(np.isfinite(spread)):
+        raise CheckFailed(
+            "`softmax([-1000, 0, 1000])` overflowed to NaN or inf: subtract each row's "
+            "maximum (then the largest exponent is exactly 0), not its minimum or mean."
+        )
+    far_apart = np.array([[0.0, 1.0, 2.0], [1000.0, 1001.0, 1002.0]])  # rows of unlike scale
+    if not np.all(np.isfinite(call(softmax, far_apart, name=name))):
+        raise CheckFailed(
+            "`softmax` gave NaN for the row [0, 1, 2] next to the row [1000, 1001, 1002]: "
+            "subtract each row's own maximum (`x.max(axis=axis, keepdims=True)`), not the "
+            "maximum of the whole array (0/0 where a row underflows)."
+        )
 
     cols = call(softmax, rows.T, axis=0, name=name)
     expect_close(
         np.asarray(cols).sum(axis=0),
         np.ones(2),
-        name + "(x, axis=0) column sums",
+        name,
         hint="Use the `axis` argument instead of always normalising the last axis.",
+        what="column sums of softmax(x, axis=0)",
     )
     passed(name)
 
@@ -131,8 +174,8 @@ def check_hard_lookup(hard_lookup):
 def check_soft_lookup(soft_lookup):
     name = "soft_lookup"
     hints = {
-        (3,): "That is one number per key: those are the weights. Blend the values with them "
-        "(`weights @ values`).",
+        (3,): "That is one number per key (the weights, or a sum over the wrong axis): blend "
+        "the value rows with the weights, `weights @ values` ([n] @ [n, d_v] -> [d_v]).",
         (2,): "That is the size of a key: blend the `values`, not the `keys`.",
         (3, 4): "Return one blended row [d_v]: sum the weighted value rows over the n keys.",
     }
@@ -197,9 +240,9 @@ def check_design_keys_values(design_keys_values):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise CheckFailed("`design_keys_values` should return a pair `(keys, values)`.")
     keys = expect_shape(
-        out[0], (4, 3), name + " keys", hint="One key per item, each the size of the query: [n, d]."
+        out[0], (4, 3), name, "One key per item, each the size of the query: [n, d].", "keys"
     )
-    values = expect_shape(out[1], (4, 2), name + " values", hint="One value per item: [n, d_v].")
+    values = expect_shape(out[1], (4, 2), name, "One value per item: [n, d_v].", "values")
     if not np.allclose(values, items):
         raise CheckFailed(
             "Each slot must hand over its item unchanged: `values` should be the "

@@ -2,30 +2,42 @@
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, call, expect_close, expect_shape, passed
+from attnlib.checks._core import (
+    CheckFailed,
+    call,
+    crash_hints,
+    expect_close,
+    expect_shape,
+    passed,
+)
 
 # X's rows are the unit vectors e_0, e_1, so row t of X Wᵀ is column t of W, read off by hand.
 _X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # [T=2, d_model=3]
 _W = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [0.0, -1.0, 2.0]])  # [4, 3]
 _XW_T = np.array([[1.0, 4.0, 7.0, 0.0], [2.0, 5.0, 8.0, -1.0]])  # [T=2, d_out=4]
+# W @ X.T is [d_out, T] = [[1, 2], [4, 5], [7, 8], [0, -1]]; reshaped to [T, d_out] it reads:
+_RESHAPED = np.array([[1.0, 2.0, 4.0, 5.0], [7.0, 8.0, 0.0, -1.0]])
 
 
-def _project_call(fn, *args, name):
-    """Call ``fn``; a shape crash from X @ W gets a pointer to the transpose."""
-    try:
-        return call(fn, *args, name=name)
-    except CheckFailed as err:
-        if "raised ValueError" in str(err) and "mismatch" in str(err):
-            raise CheckFailed(
-                f"`{name}` crashed: its shapes don't fit a matrix product. W is [d_out, "
-                "d_model] (q = W x for one row x): for all rows at once use X @ W.T, not X @ W."
-            ) from None
-        raise
+_ROWS_AT_ONCE = (
+    "the shapes don't fit a matrix product: X is [T, d_model] and W is [d_out, d_model], so "
+    "all rows at once are X @ W.T ([T, d_model] @ [d_model, d_out] -> [T, d_out])"
+)
+crash_hints("project", {"mismatch": _ROWS_AT_ONCE})
+crash_hints(
+    "qkv",
+    {
+        "mismatch": "the shapes don't fit a matrix product: X is [T, d_model] and each W is "
+        "[d_out, d_model], so Q = X @ W_Q.T ([T, d_model] @ [d_model, d_k]), likewise K and V",
+        "same shape": "return the three arrays as a tuple `(Q, K, V)`: V may be wider than Q "
+        "and K (d_v is not d_k), so they cannot be stacked into one array",
+    },
+)
 
 
 def check_project(project):
     name = "project"
-    out = _project_call(project, _X, _W, name=name)
+    out = call(project, _X, _W, name=name)
     out = np.asarray(out) if not hasattr(out, "detach") else out
     if getattr(out, "shape", None) == (4, 2):
         raise CheckFailed(
@@ -38,12 +50,23 @@ def check_project(project):
         name,
         hint="X is [T, d_model] and W is [d_out, d_model]: the result is [T, d_out].",
     )
+    if np.allclose(out, _RESHAPED):
+        raise CheckFailed(
+            "`project` reshaped W @ X.T ([d_out, T]) into [T, d_out]: a reshape keeps the "
+            "numbers in reading order, a transpose moves them. Return X @ W.T."
+        )
+    offset = out - _XW_T
+    if np.allclose(offset, offset.flat[0]) and not np.isclose(offset.flat[0], 0):
+        raise CheckFailed(
+            f"`project` adds {offset.flat[0]:g} to every entry: these projections have no bias, "
+            "return X @ W.T."
+        )
     expect_close(out, _XW_T, name, hint="Row t must be W @ X[t].")
 
     # A square W, where X @ W has the right shape but the wrong numbers.
     W_sq = np.array([[1.0, 2.0], [0.0, 1.0]])  # [2, 2], not symmetric
     X_sq = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # [T=3, 2]
-    out = expect_shape(_project_call(project, X_sq, W_sq, name=name), (3, 2), name)
+    out = expect_shape(call(project, X_sq, W_sq, name=name), (3, 2), name)
     if np.allclose(out, X_sq @ W_sq):
         raise CheckFailed(
             "`project` computed X @ W. With q = W x for each row x, all rows at "
@@ -55,7 +78,7 @@ def check_project(project):
 
     # One position alone is a [1, d_model] sequence; its row must be W @ x.
     x = np.array([[2.0, -1.0, 0.5]])  # [1, 3]
-    out = expect_shape(_project_call(project, x, _W, name=name), (1, 4), name)
+    out = expect_shape(call(project, x, _W, name=name), (1, 4), name)
     expect_close(out[0], np.array([1.5, 6.0, 10.5, 2.0]), name, hint="W @ x for x = [2, -1, 0.5].")
     passed(name)
 
@@ -68,7 +91,7 @@ def check_qkv(qkv):
     Q_want = np.array([[1.0, 4.0], [2.0, 5.0]])  # column t of W_Q, by hand
     K_want = np.array([[0.0, 1.0], [1.0, 0.0]])
     V_want = np.array([[4.0, 7.0, 0.0], [5.0, 8.0, -1.0]])
-    out = _project_call(qkv, _X, W_Q, W_K, W_V, name=name)
+    out = call(qkv, _X, W_Q, W_K, W_V, name=name)
     if not (isinstance(out, (tuple, list)) and len(out) == 3):
         raise CheckFailed(
             "`qkv` should return three arrays `(Q, K, V)`, got "
@@ -85,14 +108,10 @@ def check_qkv(qkv):
                     f"`qkv`'s output in the {label} place looks like {other}: "
                     "return them in the order (Q, K, V), each from its own matrix."
                 )
-    Q = expect_shape(parts[0], (2, 2), name + " Q", hint="Q is [T, d_k].")
-    K = expect_shape(parts[1], (2, 2), name + " K", hint="K is [T, d_k].")
-    V = expect_shape(parts[2], (2, 3), name + " V", hint="V is [T, d_v].")
+    Q = expect_shape(parts[0], (2, 2), name, "Q is [T, d_k].", what="Q")
+    K = expect_shape(parts[1], (2, 2), name, "K is [T, d_k].", what="K")
+    V = expect_shape(parts[2], (2, 3), name, "V is [T, d_v].", what="V")
     for label, got, want in (("Q", Q, Q_want), ("K", K, K_want), ("V", V, V_want)):
-        expect_close(
-            got,
-            want,
-            f"{name} {label}",
-            hint=f"{label} = X @ W_{label}.T: row t is W_{label} @ X[t].",
-        )
+        hint = f"{label} = X @ W_{label}.T: row t is W_{label} @ X[t]."
+        expect_close(got, want, name, hint=hint, what=label)
     passed(name)

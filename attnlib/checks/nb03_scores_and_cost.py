@@ -6,10 +6,21 @@ from attnlib.checks._core import (
     CheckFailed,
     as_number,
     call,
+    crash_hints,
     expect_close,
     expect_finite,
     expect_shape,
+    is_whole,
     passed,
+)
+
+crash_hints(
+    "attention_scores",
+    {
+        "mismatch": "the shapes don't fit a matrix product: Q is [T_q, d_k] and K is "
+        "[T_k, d_k], so every query against every key is Q @ K.T ([T_q, d_k] @ [d_k, T_k]); "
+        "Qᵀ K would sum over the positions"
+    },
 )
 
 # Hand-worked: 3 queries and 2 keys with d_k = 2, so Q Kᵀ is [3, 2] and every mix-up of
@@ -75,32 +86,47 @@ def check_attention_scores(attention_scores):
     expect_close(
         call(attention_scores, Q[2:3], K, name=name),
         full[2:3],
-        name + "(one query)",
+        name,
         hint="Query i's scores must be row i, whatever else is in Q.",
+        what="the scores of one query, Q[2:3],",
     )
     expect_close(
         call(attention_scores, Q, K[4:6], name=name),
         full[:, 4:6],
-        name + "(two keys)",
+        name,
         hint="Key j's scores must be column j.",
+        what="the scores against two keys, K[4:6],",
     )
     expect_close(
         call(attention_scores, 2.0 * Q, K, name=name),
         2.0 * full,
-        name + "(2Q, K)",
+        name,
         hint="Doubling every query doubles every score.",
+        what="the scores of 2Q",
     )
     out32 = call(attention_scores, Q.astype(np.float32), K.astype(np.float32), name=name)
-    expect_close(out32, full, name + " (float32 input)", atol=1e-4, rtol=1e-4)
+    expect_close(out32, full, name, atol=1e-4, rtol=1e-4, what="the scores of float32 inputs")
     passed(name)
 
 
 _BYTES = "a number of bytes"
 
 
+def _bytes(out, name, call_text):
+    """The learner's answer as a number; a number of bytes is whole, so it must be an int."""
+    got = as_number(out, name, _BYTES)
+    if not is_whole(out):
+        kind = type(out).__name__ if isinstance(out, float) else np.asarray(out).dtype
+        raise CheckFailed(
+            f"`{call_text}` returned {got!r} as a {kind}: a number of bytes is whole, so "
+            "return an int (no `/`, or wrap the result in `int(...)`)."
+        )
+    return int(got)
+
+
 def check_score_matrix_bytes(score_matrix_bytes):
     name = "score_matrix_bytes"
-    got = as_number(call(score_matrix_bytes, 2, name=name), name, _BYTES)
+    got = _bytes(call(score_matrix_bytes, 2, name=name), name, f"{name}(2)")
     # T = 2 with float32: 2 × 2 entries × 4 bytes = 16 bytes.
     if got == 4 * 2:
         raise CheckFailed(
@@ -118,15 +144,15 @@ def check_score_matrix_bytes(score_matrix_bytes):
         )
     if got != 16:
         raise CheckFailed(f"`{name}(2)` gave {got}, expected 16 (2 × 2 entries × 4 bytes).")
-    got = as_number(call(score_matrix_bytes, 3, 8, name=name), name, _BYTES)
+    got = _bytes(call(score_matrix_bytes, 3, 8, name=name), name, f"{name}(3, 8)")
     if got == 3 * 3 * 4:
         raise CheckFailed(
             f"`{name}(3, 8)` gave {got}: use the `dtype_bytes` argument instead of always 4 bytes."
         )
     if got != 72:
         raise CheckFailed(f"`{name}(3, 8)` gave {got}, expected 72 (3 × 3 entries × 8 bytes).")
-    small = as_number(call(score_matrix_bytes, 1024, name=name), name, _BYTES)
-    big = as_number(call(score_matrix_bytes, 2048, name=name), name, _BYTES)
+    small = _bytes(call(score_matrix_bytes, 1024, name=name), name, f"{name}(1024)")
+    big = _bytes(call(score_matrix_bytes, 2048, name=name), name, f"{name}(2048)")
     if small != 4 * 2**20 or big != 4 * small:
         raise CheckFailed(
             f"`{name}` gave {small} for T=1024 and {big} for T=2048; expected "

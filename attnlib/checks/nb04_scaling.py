@@ -82,7 +82,7 @@ def check_scaled_scores(scaled_scores):
             f"std {std:.3g}; dividing by √d_k should bring it to about 1."
         )
     out32 = call(scaled_scores, Q.astype(np.float32), K.astype(np.float32), name=name)
-    expect_close(out32, out, name + " (float32 input)", atol=1e-4, rtol=1e-4)
+    expect_close(out32, out, name, atol=1e-4, rtol=1e-4, what="the scores of float32 inputs")
     passed(name)
 
 
@@ -122,6 +122,10 @@ def check_softmax_entropy(softmax_entropy):
         )
     if np.allclose(out, -want):
         raise CheckFailed(f"`{name}` has the wrong sign: entropy is −Σ p log p (always ≥ 0).")
+    if np.allclose(out, want / A.shape[-1]):
+        raise CheckFailed(
+            f"`{name}` averaged over the 4 keys instead of summing: H = −Σ_j p_j ln p_j."
+        )
     expect_close(out, want, name, hint="H = −Σ_j p_j ln p_j over each row, in nats.")
 
     one_hot = np.eye(5)[[0, 3]]  # [2, 5]: all weight on one key
@@ -132,14 +136,15 @@ def check_softmax_entropy(softmax_entropy):
             "counts as 0 in the entropy."
         )
     expect_close(
-        out, np.zeros(2), name + " (one-hot rows)", atol=1e-6, hint="A one-hot row has entropy 0."
+        out, np.zeros(2), name, hint="A one-hot row has entropy 0.", what="two one-hot rows"
     )
     uniform = np.full((1, 64), 1 / 64)
     expect_close(
         call(softmax_entropy, uniform, name=name),
         np.array([np.log(64)]),
-        name + " (uniform over 64 keys)",
+        name,
         hint="Uniform over T keys gives ln T.",
+        what="a row uniform over 64 keys",
     )
     passed(name)
 
@@ -186,6 +191,16 @@ def check_near_one_hot_share(near_one_hot_share):
     if not np.isclose(got, 0.75):
         raise CheckFailed(
             f"`{name}(A, 0.6)` gave {got:.4g}, expected 0.75 (3 of 4 row maxima are above 0.6)."
+        )
+    got = _share(call(near_one_hot_share, A, 0.5, name=name), name)
+    if np.isclose(got, 1.0):  # row 1's largest weight is exactly 0.5
+        raise CheckFailed(
+            f"`{name}(A, 0.5)` gave 1.0: it counted the row [0.5, 0.5, 0] whose largest "
+            "weight equals the threshold. Above means `>`, not `>=`: expected 0.75."
+        )
+    if not np.isclose(got, 0.75):
+        raise CheckFailed(
+            f"`{name}(A, 0.5)` gave {got:.4g}, expected 0.75 (3 of 4 row maxima are above 0.5)."
         )
     got = _share(call(near_one_hot_share, A, threshold=0.3, name=name), name)
     if np.isclose(got, 5 / 4):

@@ -6,7 +6,15 @@ tiny T, and ``future_leak`` is tried on small functions whose leaks are known.
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, as_array, call, expect_shape, passed
+from attnlib.checks._core import CheckFailed, as_array, call, crash_hints, expect_shape, passed
+
+crash_hints(
+    "future_leak",
+    {
+        "zero-size array": "it compared no positions: the positions before t are rows [:t] "
+        "(with t = 1, just row 0)"
+    },
+)
 
 _HOW = "the mask is additive: 0 where query i may look at key j (j ≤ i), -np.inf where j > i"
 
@@ -115,6 +123,7 @@ _suffix_sum = _Fn(
     lambda X: np.cumsum(X[::-1], axis=0)[::-1].astype(float), "f(X)[i] = X[i] + … + X[T−1]"
 )
 _prefix_sum = _Fn(lambda X: np.cumsum(X, axis=0).astype(float), "f(X)[i] = X[0] + … + X[i]")
+_reads_row_2 = _Fn(lambda X: np.broadcast_to(X[2], X.shape).astype(float), "f(X)[i] = X[2]")
 
 
 def _leak(future_leak, f, X, X_alt, t, name):
@@ -158,10 +167,34 @@ def check_future_leak(future_leak):
             "output may change."
         )
 
+    # Every output reads X[2], and X_alt changes it from 0 to −5: each earlier output moves by 5.
+    got = _leak(future_leak, _reads_row_2, X, X_alt, 2, name)
+    if got == 0:
+        raise CheckFailed(
+            f"`future_leak` found no leak in {_reads_row_2!r} with t = 2, although X_alt "
+            "changes X[2]: build X2 with X2[t:] = X_alt[t:] (row t included) and compare "
+            "f(X) with f(X2)."
+        )
+    if np.isclose(got, 20.0):  # 2 positions × 2 features, each changed by 5
+        raise CheckFailed(
+            f"`future_leak` gave 20 for {_reads_row_2!r} (X = 0, X_alt[2] = −5, t = 2): "
+            "that is the sum of the changes; return the largest one (`.max()`), here 5."
+        )
+    if not np.isclose(got, 5.0):
+        raise CheckFailed(
+            f"`future_leak` gave {got:g} for {_reads_row_2!r} with X = 0, X_alt[2] = −5, "
+            "t = 2; expected 5 (every earlier output changes by 5)."
+        )
+
     for sign in (1, -1):  # every earlier output moves by sign · 1
         got = _leak(
             future_leak, _global_mean, np.zeros((4, 1)), sign * 4 * np.ones((4, 1)), 3, name
         )
+        if np.isclose(got, 3.0):
+            raise CheckFailed(
+                f"`future_leak` gave 3 for {_global_mean!r} with t = 3: that is the sum of "
+                "the changes of the 3 earlier outputs; return the largest one (`.max()`), 1."
+            )
         if not np.isclose(got, 1.0):
             raise CheckFailed(
                 f"`future_leak` gave {got:g} for {_global_mean!r} with X = 0, "
@@ -172,9 +205,13 @@ def check_future_leak(future_leak):
     got = _leak(future_leak, _peek_ahead, X, X_alt, 2, name)
     if got == 0:
         raise CheckFailed(
-            f"`future_leak` found no leak in {_peek_ahead!r}, which reads the next "
-            "position: replace the rows from t on with X_alt's, run f on both "
-            "sequences and compare the outputs at positions before t."
+            f"`future_leak` found no leak in {_peek_ahead!r}, where position t−1 = 1 reads "
+            "X[2], which changed: compare every position before t, rows [:t] (t−1 included)."
+        )
+    if np.isclose(got, 2.5):
+        raise CheckFailed(
+            f"`future_leak` gave 2.5 for {_peek_ahead!r} (X = 0, X_alt rows [−2, −2, −5, −5], "
+            "t = 2): that is a mean of the changes; return the largest one (`.max()`), 5."
         )
     if not np.isclose(got, 5.0):
         raise CheckFailed(

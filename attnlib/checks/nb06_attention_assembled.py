@@ -7,7 +7,7 @@ exactly 0, batches match their slices, permuting keys and values together.
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, as_array, call, expect_close, passed
+from attnlib.checks._core import CheckFailed, as_array, call, crash_hints, expect_close, passed
 
 _LN2 = np.log(2.0)
 # Worked by hand: only q_0 · k_1 = 2 ln 2 is nonzero, and √d_k = 2, so the scaled score
@@ -41,14 +41,23 @@ _WRONG_ROW0 = [  # row 0 of the weights for the usual scaling slips
 ]
 
 
-def _run(attention, *args, hint=""):
-    """Call attention; insist on an (output, weights) pair of arrays."""
-    try:
-        out = call(attention, *args, name="attention")
-    except CheckFailed as err:
-        if "isn't written yet" in str(err):
-            raise
-        raise CheckFailed(f"{err} {hint}".strip()) from None
+crash_hints(
+    "attention",
+    {
+        "NoneType": "with mask=None there is no mask: add it only `if mask is not None`",
+        "mismatch": "the shapes don't fit a matrix product: the scores are "
+        "Q @ np.swapaxes(K, -1, -2) ([..., T_q, d_k] @ [..., d_k, T_k]; K.T reverses every "
+        "axis, which breaks batches), the output weights @ V",
+        "could not be broadcast": "the shapes don't broadcast: transpose only the last two axes "
+        "of K (np.swapaxes(K, -1, -2)), and reduce with axis=-1, keepdims=True",
+    },
+)
+
+
+def _run(attention, *args, hint=None):
+    """Call attention (``hint``: what a crash on these inputs likely means); insist on an
+    (output, weights) pair of arrays."""
+    out = call(attention, *args, name="attention", hint=hint)
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CheckFailed(
             f"`attention` should return a pair `(output, weights)`, got {type(out).__name__}."
@@ -109,7 +118,7 @@ def _check_rows(weights, what):
 
 
 def _check_worked_example(attention):
-    output, weights = _run(attention, _Q, _K, _V, hint="(first call: no mask, mask=None.)")
+    output, weights = _run(attention, _Q, _K, _V)
     _shapes(output, weights, (3, 2), (3, 3))
     _check_rows(weights, "without a mask")
     if not np.allclose(weights, _A, atol=1e-6):
@@ -124,7 +133,8 @@ def _check_worked_example(attention):
         expect_close(
             weights,
             _A,
-            "attention (weights)",
+            "attention",
+            what="the weights",
             hint="Example: only q_0·k_1 = 2 ln 2 is nonzero and d_k = 4, so row 0 is "
             "softmax([0, ln 2, 0]) = [1/4, 1/2, 1/4].",
         )
@@ -137,7 +147,8 @@ def _check_worked_example(attention):
         expect_close(
             output,
             _OUT,
-            "attention (output)",
+            "attention",
+            what="the output",
             hint="Output row i is the weighted average Σ_j weights[i, j] · V[j]: weights @ V.",
         )
 
@@ -146,7 +157,12 @@ def _check_causal_example(attention):
     output, weights = _run(attention, _Q, _K, _V, _M)
     _shapes(output, weights, (3, 2), (3, 3))
     future = _M == -np.inf
-    if np.isnan(weights).any() or np.isinf(weights).any():
+    if np.isnan(weights).any():  # and none without the mask: the mask made them
+        raise CheckFailed(
+            "`attention` gave NaN weights with the causal mask, none without it: add the mask "
+            "to the scores (S + mask), never multiply by it (0 · −inf is NaN)."
+        )
+    if np.isinf(weights).any():
         _check_rows(weights, "with the causal mask")
     if np.allclose(weights, _A):
         raise CheckFailed(
@@ -168,13 +184,15 @@ def _check_causal_example(attention):
     expect_close(
         weights,
         _A_CAUSAL,
-        "attention (causal weights)",
+        "attention",
+        what="the causal weights",
         hint="Row 0 sees only key 0; row 1 sees keys 0 and 1 with equal scores.",
     )
     expect_close(
         output,
         _OUT_CAUSAL,
-        "attention (causal output)",
+        "attention",
+        what="the causal output",
         hint="With the mask, output row 0 is exactly V[0].",
     )
 
@@ -184,7 +202,8 @@ def _check_causal_example(attention):
     expect_close(
         weights,
         prior / 4,
-        "attention (finite mask)",
+        "attention",
+        what="the weights with a finite mask",
         hint="The mask is added to the scores whatever its values: with zero queries "
         "the weights are softmax(mask) row by row.",
     )

@@ -25,14 +25,14 @@ def _score(fn, name, *args):
     return as_number(call(fn, *args, name=name), name, hint=" Did you forget to take the mean?")
 
 
-def _expect(got, want, name, known):
+def _expect(got, want, name, known, pattern="the hand-worked 4×4 pattern A4"):
     """Compare with the hand-worked value; name the mistake when ``got`` is a known wrong one."""
     if np.isclose(got, want, atol=1e-9):
         return
     for wrong, message in known:
         if np.isclose(got, wrong, atol=1e-9):
             raise CheckFailed(f"`{name}` gave {got:.4g}, expected {want:.4g}: {message}")
-    raise CheckFailed(f"`{name}` gave {got:.4g}, expected {want:.4g} on a hand-worked 4x4 pattern.")
+    raise CheckFailed(f"`{name}` gave {got:.4g}, expected {want:.4g} on {pattern}.")
 
 
 def _uniform(T):
@@ -134,18 +134,21 @@ def check_sink_score(sink_score):
 
 
 def _repeat_pattern():
-    """[BOS] + r + r with L = 3 (T = 7). Second-copy queries t = 4, 5, 6 put w_t on the
-    induction target t−2 (= t−L+1), 0.1 on the earlier copy of their own token t−3 and
-    0.05 on t−1; the rest goes to BOS. Query 3 (end of the first copy) puts 0.3 on key 1."""
-    A = np.zeros((7, 7))
+    """[BOS] + r + r with L = 4 (T = 9), so every offset below is a different column.
+    Second-copy queries t = 5 … 8 put w_t on the induction target t−3 (= t−L+1), 0.1 on the
+    earlier copy of their own token t−4, 0.05 on t−2 and 0.02 on t−1 (the previous token);
+    the rest goes to BOS. Query 4 (the end of the first copy) puts 0.3 on key 1."""
+    A = np.zeros((9, 9))
     A[0, 0] = 1.0
     A[1, :2] = [0.5, 0.5]
     A[2, :3] = [0.4, 0.3, 0.3]
-    A[3, :4] = [0.5, 0.3, 0.1, 0.1]
-    for t, w in zip((4, 5, 6), (0.6, 0.7, 0.8), strict=True):
-        A[t, t - 2] += w
-        A[t, t - 3] += 0.1
-        A[t, t - 1] += 0.05
+    A[3, :4] = [0.4, 0.2, 0.2, 0.2]
+    A[4, :5] = [0.3, 0.3, 0.2, 0.1, 0.1]
+    for t, w in zip((5, 6, 7, 8), (0.5, 0.6, 0.7, 0.8), strict=True):
+        A[t, t - 3] += w
+        A[t, t - 4] += 0.1
+        A[t, t - 2] += 0.05
+        A[t, t - 1] += 0.02
         A[t, 0] += 1.0 - A[t].sum()
     return A
 
@@ -153,11 +156,11 @@ def _repeat_pattern():
 def check_induction_score(induction_score):
     name = "induction_score"
     A = _repeat_pattern()
-    out = _score(induction_score, name, A.copy(), 3)
-    # A[t, t-L+1] for t = 4, 5, 6 (L = 3): 0.6, 0.7, 0.8 -> 0.7
+    out = _score(induction_score, name, A.copy(), 4)
+    # A[t, t-L+1] for t = 5 … 8 (L = 4): 0.5, 0.6, 0.7, 0.8 -> 0.65
     _expect(
         out,
-        0.7,
+        0.65,
         name,
         [
             (
@@ -167,15 +170,21 @@ def check_induction_score(induction_score):
             ),
             (0.05, "that is A[t, t−L+2], one column too far right; use t−L+1."),
             (
-                2.4 / 4,
+                0.02,
+                "that is A[t, t−1], the previous token; an induction head looks at the token "
+                "after the earlier copy of the current one: t−L+1.",
+            ),
+            (
+                2.9 / 5,
                 "that includes t = L (the last query of the first copy); the second copy "
                 "is t = L+1 … 2L.",
             ),
-            (1.3 / 2, "that stops at t = 2L−1; the second copy runs up to t = 2L inclusive."),
-            (1.5 / 2, "that starts at t = L+2; the second copy starts at t = L+1."),
+            (1.8 / 3, "that stops at t = 2L−1; the second copy runs up to t = 2L inclusive."),
+            (2.1 / 3, "that starts at t = L+2; the second copy starts at t = L+1."),
             (0.0, "that reads above the diagonal (row and column swapped?): query t is the row."),
-            (2.1, "that is the sum; the score is the mean over the second copy."),
+            (2.6, "that is the sum; the score is the mean over the second copy."),
         ],
+        pattern="a hand-worked [BOS] + r + r pattern with L = 4",
     )
     for L in (2, 5):  # a perfect induction head scores 1.0 whatever the period
         T = 2 * L + 1
@@ -196,17 +205,40 @@ def _show(M):
     return "\n".join(" ".join("  0 " if v == 0 else "-inf" for v in row) for row in M)
 
 
+def _keys(n):
+    return f"{n} key" if n == 1 else f"{n} keys"
+
+
+def _values_mistake(M, call_text) -> str | None:
+    """What is wrong with the entries themselves, if they are not all 0.0 or -np.inf."""
+    if np.any(np.isnan(M)):
+        return (
+            f"`{call_text}` contains NaN (0 * -np.inf?): use 0.0 where a query may look and "
+            "-np.inf where it may not, e.g. np.where(allowed, 0.0, -np.inf)."
+        )
+    blocked = M[M != 0]
+    if np.all((M == 0) | np.isneginf(M)):
+        return None
+    if np.all(blocked == 1):
+        return (
+            f"`{call_text}` returned a 1/0 mask: the mask is additive, 0.0 where a query may "
+            "look and -np.inf where it may not."
+        )
+    if np.all(np.isfinite(blocked)) and np.all(blocked < -1):
+        return (
+            f"`{call_text}` uses {blocked.max():g} where a query may not look: use -np.inf "
+            "exactly, so the masked weights are exactly 0."
+        )
+    return (
+        f"`{call_text}` should contain only 0.0 (may look) and -np.inf (may not look): it is "
+        "added to the scores before the softmax."
+    )
+
+
 def _mask_ok(M, want, name, call_text):
     M = expect_shape(M, want.shape, name)
-    if np.any(np.isnan(M)):
-        raise CheckFailed(
-            f"`{name}` returned NaN; use 0.0 where a query may look and -np.inf where it may not."
-        )
-    if not np.all((M == 0) | np.isneginf(M)):
-        raise CheckFailed(
-            f"`{call_text}` should contain only 0.0 (may look) and -np.inf (may "
-            "not look); it is an additive mask, not True/False or 1/0."
-        )
+    if problem := _values_mistake(M, call_text):
+        raise CheckFailed(problem)
     seen, allowed = M == 0, want == 0
     if np.array_equal(seen, allowed):
         return
@@ -222,15 +254,25 @@ def _mask_ok(M, want, name, call_text):
     per_row = seen.sum(1)[-1], allowed.sum(1)[-1]
     if per_row[0] == per_row[1] + 1:
         raise CheckFailed(
-            f"`{call_text}`: the last query sees {per_row[0]} keys, one too many. "
+            f"`{call_text}`: the last query sees {_keys(per_row[0])}, one too many. "
             "A window of w keys includes the query itself: i − j < window."
         )
     if per_row[0] == per_row[1] - 1:
         raise CheckFailed(
-            f"`{call_text}`: the last query sees {per_row[0]} keys, one too few. "
+            f"`{call_text}`: the last query sees {_keys(per_row[0])}, one too few. "
             "A window of w keys includes the query itself: i − j < window."
         )
     raise CheckFailed(f"`{call_text}` is wrong at {first}. Expected\n{_show(want)}")
+
+
+def _mask(out, name, call_text):
+    """The learner's mask as a float array; True/False gets its own message."""
+    if isinstance(out, np.ndarray) and out.dtype == bool:
+        raise CheckFailed(
+            f"`{call_text}` returned True/False: the mask is additive, 0.0 where a query may "
+            "look and -np.inf where it may not (np.where(allowed, 0.0, -np.inf))."
+        )
+    return as_array(out, name, "the mask")
 
 
 def check_sliding_window_mask(sliding_window_mask):
@@ -246,12 +288,12 @@ def check_sliding_window_mask(sliding_window_mask):
             [x, x, x, o, o],
         ]
     )
-    M = as_array(call(sliding_window_mask, 5, 2, name=name), name, "the mask")
+    M = _mask(call(sliding_window_mask, 5, 2, name=name), name, "sliding_window_mask(5, 2)")
     _mask_ok(M, want, name, "sliding_window_mask(5, 2)")
     # n_sink = 1: key 0 stays visible to every query
     no_sink = want.copy()
     want[2:, 0] = o
-    M = as_array(call(sliding_window_mask, 5, 2, 1, name=name), name, "the mask")
+    M = _mask(call(sliding_window_mask, 5, 2, 1, name=name), name, "sliding_window_mask(5, 2, 1)")
     if M.shape == want.shape and np.array_equal(M == 0, no_sink == 0):
         raise CheckFailed(
             "`sliding_window_mask(5, 2, 1)` ignores n_sink: the first n_sink keys "
@@ -259,7 +301,7 @@ def check_sliding_window_mask(sliding_window_mask):
         )
     _mask_ok(M, want, name, "sliding_window_mask(5, 2, 1)")
     # n_sink = 2 must still be causal: query 0 may not see key 1
-    M = as_array(call(sliding_window_mask, 4, 1, 2, name=name), name, "the mask")
+    M = _mask(call(sliding_window_mask, 4, 1, 2, name=name), name, "sliding_window_mask(4, 1, 2)")
     want = np.array(
         [
             [o, x, x, x],
@@ -270,7 +312,7 @@ def check_sliding_window_mask(sliding_window_mask):
     )
     _mask_ok(M, want, name, "sliding_window_mask(4, 1, 2)")
     # a window as long as the sequence is the plain causal mask
-    M = as_array(call(sliding_window_mask, 6, 6, name=name), name, "the mask")
+    M = _mask(call(sliding_window_mask, 6, 6, name=name), name, "sliding_window_mask(6, 6)")
     _mask_ok(
         M, np.where(np.tril(np.ones((6, 6))) > 0, 0.0, -np.inf), name, "sliding_window_mask(6, 6)"
     )

@@ -1,9 +1,13 @@
 """Hidden checks: randomized, run only when a notebook is graded, never shipped.
 
-Each module in this package (one per notebook) declares its exercises with
-:func:`exercise`: a trusted reference, a generator of random argument tuples,
-and the plausible mistakes it can recognise, each with the message a learner
-should read. A notebook's hidden test cell calls ``verify("<name>", <name>)``.
+Each module in this package (``nbNN_slug.py``, one per notebook) declares its exercises with
+:func:`exercise`: a trusted reference, a generator of random argument tuples, the whole-
+solution shortcuts the learner must not call, and the exercise's **catalogue**: every
+plausible :class:`Mistake` and every unusual correct answer (:class:`Alternative`), each
+written once as the source of an answer cell. The same entry is compiled here to name the
+mistake when a learner's result matches it, pasted into answer cells by the Validate and
+grading tests, and looped over by the unit tests (``tests/exercises/catalogue.py``).
+A notebook's hidden test cell calls ``verify("<name>", <name>)``.
 
 Inputs are random; set ``ATTN_GRADER_SEED`` to make a grading run repeatable.
 """
@@ -11,31 +15,84 @@ Inputs are random; set ``ATTN_GRADER_SEED`` to make a grading run repeatable.
 import importlib
 import os
 import pkgutil
+import textwrap
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
-from attnlib.checks._core import CheckFailed, call
+from attnlib.checks._core import CheckFailed, call, precision_problem
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A plausible wrong answer to one exercise, written once for every check and test.
+
+    ``source`` is a whole answer cell defining the exercise's function (it may use ``np`` and
+    the notebook's earlier exercises by name). ``caught_by`` says which checks must fail on it
+    with a message containing ``says`` (case-insensitive): "visible" (then Validate fails
+    too), "hidden" (Validate passes, grading does not) or "both". With a ``message``, the
+    hidden check recognises this answer by comparing results and tells the learner exactly
+    that ("Hidden check: " + message); without one, the words come from elsewhere (a crash
+    hint in ``attnlib.checks``, the precision rule, an ``outcome`` that refuses the result).
+    """
+
+    label: str
+    source: str
+    says: tuple[str, ...]
+    caught_by: str = "both"
+    message: str | None = None
+
+    def __post_init__(self):
+        if self.caught_by not in ("visible", "hidden", "both"):
+            raise ValueError(f"{self.label}: caught_by must be visible, hidden or both")
+        if self.message and not all(w.lower() in self.message.lower() for w in self.says):
+            raise ValueError(f"{self.label}: the hidden message must contain {self.says}")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A correct answer written differently (loops, einsum, torch ...): every check passes."""
+
+    label: str
+    source: str
 
 
 @dataclass
 class Exercise:
     reference: Callable
     cases: Callable  # rng -> iterable of argument tuples
-    mistakes: list = field(default_factory=list)  # [(wrong_fn, message)]
+    mistakes: list = field(default_factory=list)  # [Mistake]
     atol: float = 1e-6
     rtol: float = 1e-5
     outcome: Callable | None = None  # (result, args) -> what is compared, when answers vary
     # Whole-solution shortcuts: {module prefix: names} the learner's function must not call.
     shortcuts: dict = field(default_factory=dict)
+    alternatives: list = field(default_factory=list)  # [Alternative]
+    module: str = ""  # the hidden module, named after the notebook ("nb01_soft_lookup")
+
+    @property
+    def notebook(self) -> str:
+        """The assignment id, e.g. "01_soft_lookup"."""
+        return self.module.rsplit(".", 1)[-1].removeprefix("nb")
 
 
 REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None, shortcuts=None):
+def exercise(
+    name,
+    *,
+    cases,
+    mistakes=(),
+    alternatives=(),
+    atol=1e-6,
+    rtol=1e-5,
+    outcome=None,
+    shortcuts=None,
+):
     """Decorator: register the function below as the reference for exercise ``name``.
 
     ``shortcuts`` maps a module prefix to names the learner's function must not call while
@@ -47,7 +104,15 @@ def exercise(name, *, cases, mistakes=(), atol=1e-6, rtol=1e-5, outcome=None, sh
 
     def register(reference):
         REGISTRY[name] = Exercise(
-            reference, cases, list(mistakes), atol, rtol, outcome, dict(shortcuts or {})
+            reference,
+            cases,
+            list(mistakes),
+            atol,
+            rtol,
+            outcome,
+            dict(shortcuts or {}),
+            list(alternatives),
+            reference.__module__,
         )
         return reference
 
@@ -70,6 +135,29 @@ def _load_all():
         importlib.import_module(f"{__name__}.{info.name}")
 
 
+def catalogue(notebook: str) -> dict[str, Exercise]:
+    """{exercise name: its spec} for one notebook ("01_soft_lookup"), in notebook order."""
+    _load_all()
+    return {name: ex for name, ex in REGISTRY.items() if ex.notebook == notebook}
+
+
+def compile_answer(source: str, name: str, namespace: dict):
+    """The function ``name`` that an answer cell's ``source`` defines, run in a copy of
+    ``namespace`` (the notebook's names: ``np``, earlier exercises ...)."""
+    scope = dict(namespace)
+    exec(compile(textwrap.dedent(source).strip() + "\n", f"<answer {name}>", "exec"), scope)
+    return scope[name]
+
+
+@cache
+def _named_mistake(name: str, label: str):
+    """A catalogue mistake compiled against the references of its notebook."""
+    entry = REGISTRY[name]
+    scope = {"np": np, **{n: ex.reference for n, ex in catalogue(entry.notebook).items()}}
+    (mistake,) = (m for m in entry.mistakes if m.label == label)
+    return compile_answer(mistake.source, name, scope)
+
+
 def rng_for(name: str) -> np.random.Generator:
     seed = os.environ.get("ATTN_GRADER_SEED")
     if seed is None:
@@ -82,13 +170,13 @@ def _as_parts(value):
     if isinstance(value, (tuple, list)):
         return [part for item in value for part in _as_parts(item)]
     if hasattr(value, "detach"):  # a torch tensor slipped through
-        raise TypeError("a torch tensor (convert it with .numpy())")
+        raise TypeError("a torch tensor: convert it with `.numpy()`")
     if isinstance(value, np.ndarray) and value.dtype == object:
-        raise TypeError("an array of Python objects")
+        raise TypeError("an array of Python objects: return numbers")
     try:
         return [np.array(value, dtype=np.float64)]
     except (TypeError, ValueError):
-        raise TypeError(type(value).__name__) from None
+        raise TypeError(f"a {type(value).__name__}, not numbers") from None
 
 
 def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
@@ -113,11 +201,44 @@ def _judged(spec, result, args):
     return spec.outcome(result, _copy(args)) if spec.outcome else result
 
 
+def _shape_message(name, got, want, args) -> str | None:
+    """Shape first: the result's structure or shape, when it differs from the reference's."""
+    got_parts, want_parts = _as_parts(got), _as_parts(want)
+    if len(got_parts) != len(want_parts):
+        return (
+            f"Hidden check: `{name}` returned {len(got_parts)} array(s), expected "
+            f"{len(want_parts)}, on a random input ({_describe(args)})."
+        )
+    for g, w in zip(got_parts, want_parts, strict=True):
+        if g.shape != w.shape:
+            expected = "one number" if w.shape == () else f"shape {w.shape}"
+            return (
+                f"Hidden check: `{name}` returned shape {g.shape} where {expected} was "
+                f"expected, on a random input ({_describe(args)})."
+            )
+    return None
+
+
 def spec(name: str) -> Exercise:
     """The registered hidden checks of exercise ``name`` (loads the hidden modules if needed)."""
     if name not in REGISTRY:
         _load_all()
     return REGISTRY[name]
+
+
+def _named(name, entry, got, args) -> str | None:
+    """The message of the catalogue mistake whose result on ``args`` is ``got``, if any."""
+    for mistake in entry.mistakes:
+        if not mistake.message:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                wrong = _judged(entry, _named_mistake(name, mistake.label)(*_copy(args)), args)
+            if same(got, wrong, entry.atol, entry.rtol):
+                return f"Hidden check: {mistake.message}"
+        except Exception:  # noqa: BLE001 (a mistake may crash on this input: not this one)
+            continue
+    return None
 
 
 def check_case(name: str, args, got) -> None:
@@ -127,21 +248,19 @@ def check_case(name: str, args, got) -> None:
     outside the student's kernel, on results recorded inside it.
     """
     entry = spec(name)
+    if problem := precision_problem(got, args, name):
+        raise CheckFailed(f"Hidden check: {problem}")
     want = _judged(entry, entry.reference(*_copy(args)), args)
     try:
         got = _judged(entry, got, args)
         if same(got, want, entry.atol, entry.rtol):
             return
+        message = _named(name, entry, got, args) or _shape_message(name, got, want, args)
     except (TypeError, ValueError, IndexError) as err:
-        raise CheckFailed(f"Hidden check: `{name}` returned {err}, not numbers.") from None
-    for wrong, message in entry.mistakes:
-        try:
-            if same(got, _judged(entry, wrong(*_copy(args)), args), entry.atol, entry.rtol):
-                raise CheckFailed(f"Hidden check: {message}")
-        except (TypeError, ValueError, IndexError, FloatingPointError):
-            continue
+        raise CheckFailed(f"Hidden check: `{name}` returned {err}.") from None
     raise CheckFailed(
-        f"Hidden check: `{name}` gave a wrong result on a random input ({_describe(args)})."
+        message
+        or f"Hidden check: `{name}` gave a wrong result on a random input ({_describe(args)})."
     )
 
 

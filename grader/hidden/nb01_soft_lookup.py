@@ -1,8 +1,8 @@
-"""Hidden checks for notebook 01 (soft lookup)."""
+"""Hidden checks and the mistake catalogue for notebook 01 (soft lookup)."""
 
 import numpy as np
 
-from grader.hidden import exercise
+from grader.hidden import Alternative, Mistake, exercise
 
 
 def _softmax_cases(rng):
@@ -10,24 +10,16 @@ def _softmax_cases(rng):
     yield (rng.normal(size=(4, 6)) * 5,)
     yield (rng.normal(size=(2, 3, 5)) * 10 + 900,)
     yield (rng.normal(size=(5, 4)), 0)
-
-
-def _naive(x, axis=-1):
-    e = np.exp(x)
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _wrong_axis(x, axis=-1):
-    return softmax(x, axis=0 if axis != 0 else -1)
-
-
-def _whole_array(x, axis=-1):
-    e = np.exp(x - x.max())
-    return e / e.sum()
+    spread = rng.normal(size=(3, 6))
+    spread[:, 0] += 1000.0  # one score far above the rest and one far below: only the
+    spread[:, -1] -= 1000.0  # row maximum keeps every exponent finite
+    yield (rng.permuted(spread, axis=1),)
+    yield (rng.normal(size=(3, 5)) + np.array([[0.0], [900.0], [-900.0]]),)  # rows far apart
 
 
 @exercise(
     "softmax",
+    cases=_softmax_cases,
     shortcuts={
         "torch": {
             "softmax",
@@ -42,14 +34,128 @@ def _whole_array(x, axis=-1):
         "scipy.special": {"softmax", "log_softmax"},
         "attnlib": {"softmax_weights"},
     },
-    cases=_softmax_cases,
     mistakes=[
-        (
-            _wrong_axis,
-            "`softmax` normalises over the wrong axis: rows of weights must sum to 1 along `axis`.",
+        Mistake(
+            "wrong-axis",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=0, keepdims=True))
+                return e / e.sum(axis=0, keepdims=True)
+            """,
+            says=("axis",),
+            message="`softmax` normalises over the wrong axis: rows of weights must sum to 1 "
+            "along `axis`.",
         ),
-        (_whole_array, "`softmax` normalises the whole array at once instead of along `axis`."),
-        (_naive, "`softmax` overflows for large scores: subtract the maximum first."),
+        Mistake(
+            "whole-array",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max())
+                return e / e.sum()
+            """,
+            says=("whole array",),
+            message="`softmax` normalises the whole array at once instead of along `axis`.",
+        ),
+        Mistake(
+            "subtracts-minimum",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.min(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("each row's maximum",),
+            message="`softmax` subtracts each row's minimum, so exp overflows when a row's "
+            "scores are far apart: subtract each row's maximum.",
+        ),
+        Mistake(
+            "subtracts-mean",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.mean(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("each row's maximum",),
+            message="`softmax` subtracts each row's mean, so exp overflows when a row's "
+            "scores are far apart: subtract each row's maximum.",
+        ),
+        Mistake(
+            "overflows",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x)
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("overflow", "maximum"),
+            message="`softmax` overflows for large scores: subtract each row's maximum first.",
+        ),
+        Mistake(
+            "global-maximum",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max())
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("each row's own maximum",),
+            message="`softmax` subtracts the maximum of the whole array: a row far below it "
+            "underflows to 0/0 = NaN. Subtract each row's own maximum.",
+        ),
+        Mistake(
+            "no-keepdims",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis)
+            """,
+            says=("keepdims=True",),
+        ),
+        Mistake(
+            "divides-by-maximum",
+            """
+            def softmax(x, axis=-1):
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.max(axis=axis, keepdims=True)
+            """,
+            says=("by their sum",),
+            message="`softmax` divides by the largest exponential: divide the exponentials "
+            "by their sum along `axis`, so the weights sum to 1.",
+        ),
+        Mistake(
+            "float32",
+            """
+            def softmax(x, axis=-1):
+                x = np.asarray(x, dtype=np.float32)
+                e = np.exp(x - x.max(axis=axis, keepdims=True))
+                return e / e.sum(axis=axis, keepdims=True)
+            """,
+            says=("float32", "keep float64"),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loops",
+            """
+            def softmax(x, axis=-1):
+                x = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+                out = np.empty_like(x)
+                for idx in np.ndindex(x.shape[:-1]):
+                    row = x[idx]
+                    m = max(row)
+                    e = [np.exp(v - m) for v in row]
+                    out[idx] = [v / sum(e) for v in e]
+                return np.moveaxis(out, -1, axis)
+            """,
+        ),
+        Alternative(
+            "torch",
+            """
+            def softmax(x, axis=-1):
+                import torch
+
+                t = torch.from_numpy(np.asarray(x, dtype=np.float64))
+                e = torch.exp(t - t.amax(dim=axis, keepdim=True))
+                return (e / e.sum(dim=axis, keepdim=True)).numpy()
+            """,
+        ),
     ],
 )
 def softmax(x, axis=-1):
@@ -57,14 +163,24 @@ def softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _stable_softmax(x, axis=-1):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+def _telling_table(rng):
+    """A table where the best-scoring, the worst-scoring and the closest key are three
+    different keys (3q, -q, and q nudged sideways), in a random order: the first hidden
+    case, so each slip of `hard_lookup` is named by the key it picks."""
+    query = rng.normal(size=3)
+    side = np.cross(query, rng.normal(size=3))  # orthogonal to the query
+    side *= 0.1 * np.linalg.norm(query) / np.linalg.norm(side)
+    keys = np.stack(
+        [3 * query, -query, query + side, 0.2 * query - 3 * side, 0.2 * query + 3 * side]
+    )
+    order = rng.permutation(len(keys))
+    return query, keys[order], rng.normal(size=(len(keys), 4))
 
 
 def _lookup_cases(rng):
     """Tables whose sizes differ (n, d, d_v) and whose keys have different lengths, so the
     closest key and the best-scoring key usually differ."""
+    yield _telling_table(rng)
     for n, d, d_v in [(5, 3, 4), (8, 6, 2), (4, 4, 4), (12, 5, 7), (3, 2, 6)]:
         keys = rng.normal(size=(n, d)) * rng.uniform(0.3, 3.0, size=(n, 1))
         yield rng.normal(size=d), keys, rng.normal(size=(n, d_v))
@@ -74,26 +190,92 @@ def _lookup_cases(rng):
     "hard_lookup",
     cases=_lookup_cases,
     mistakes=[
-        (
-            lambda q, K, V: K[np.argmax(K @ q)],
-            "`hard_lookup` returned the winning KEY; return its VALUE (`values[i]`).",
+        Mistake(
+            "returns-key",
+            """
+            def hard_lookup(query, keys, values):
+                return keys[np.argmax(keys @ query)]
+            """,
+            says=("key",),
+            message="`hard_lookup` returned the winning KEY; return its VALUE (`values[i]`).",
         ),
-        (
-            lambda q, K, V: V[np.argmin(K @ q)],
-            "`hard_lookup` picked the key with the smallest dot product: use argmax.",
+        Mistake(
+            "argmin",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmin(keys @ query)]
+            """,
+            says=("smallest",),
+            message="`hard_lookup` picked the key with the smallest dot product: use argmax.",
         ),
-        (
-            lambda q, K, V: V[np.argmin(np.linalg.norm(K - q, axis=1))],
-            "`hard_lookup` picked the key closest to the query by distance; attention scores "
-            "keys by dot product (`keys @ query`).",
+        Mistake(
+            "by-distance",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmin(np.linalg.norm(keys - query, axis=1))]
+            """,
+            says=("distance",),
+            message="`hard_lookup` picked the key closest to the query by distance; attention "
+            "scores keys by dot product (`keys @ query`).",
         ),
-        (
-            lambda q, K, V: np.argmax(K @ q),
-            "`hard_lookup` returned the index of the best key; return the value row itself.",
+        Mistake(
+            "returns-index",
+            """
+            def hard_lookup(query, keys, values):
+                return np.argmax(keys @ query)
+            """,
+            says=("index",),
+            message="`hard_lookup` returned the index of the best key; return the value row "
+            "itself.",
         ),
-        (
-            lambda q, K, V: V[:, np.argmax(K @ q)] if np.argmax(K @ q) < V.shape[1] else None,
-            "`hard_lookup` returned a column of `values`; return the row `values[i]`.",
+        Mistake(
+            "returns-column",
+            """
+            def hard_lookup(query, keys, values):
+                return values[:, np.argmax(keys @ query)]
+            """,
+            says=("row `values[i]`",),  # hidden: it raises IndexError when n > d_v
+            message="`hard_lookup` returned a column of `values`; return the row `values[i]`.",
+        ),
+        Mistake(
+            "scores-the-values",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmax(values @ query)]
+            """,
+            says=("`keys @ query`",),
+        ),
+        Mistake(
+            "query-times-keys",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmax(query @ keys)]
+            """,
+            says=("`keys @ query`",),
+        ),
+        Mistake(
+            "float32",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.argmax(keys @ query)].astype(np.float32)
+            """,
+            says=("float32", "keep float64"),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loop",
+            """
+            def hard_lookup(query, keys, values):
+                return values[max(range(len(keys)), key=lambda i: float(keys[i] @ query))]
+            """,
+        ),
+        Alternative(
+            "einsum",
+            """
+            def hard_lookup(query, keys, values):
+                return values[np.einsum("nd,d->n", keys, query).argmax()]
+            """,
         ),
     ],
 )
@@ -104,45 +286,142 @@ def hard_lookup(query, keys, values):
 def _soft_cases(rng):
     yield from _lookup_cases(rng)
     n, d, d_v = 6, 4, 3
-    yield rng.normal(size=d) * 300, rng.normal(size=(n, d)), rng.normal(size=(n, d_v))
+    keys, query = rng.normal(size=(n, d)), rng.normal(size=d)
+    query *= 1000.0 / (keys @ query).max()  # the best score is 1000: exp overflows unless shifted
+    yield query, keys, rng.normal(size=(n, d_v))
 
 
 @exercise(
     "soft_lookup",
     cases=_soft_cases,
     mistakes=[
-        (
-            lambda q, K, V: (K @ q) @ V,
-            "`soft_lookup` blends the values with the raw scores: apply softmax to them first.",
+        Mistake(
+            "no-softmax",
+            """
+            def soft_lookup(query, keys, values):
+                return (keys @ query) @ values
+            """,
+            says=("raw scores", "softmax"),
+            message="`soft_lookup` blends the values with the raw scores: apply softmax to "
+            "them first.",
         ),
-        (
-            lambda q, K, V: _stable_softmax(K @ q),
-            "`soft_lookup` returned the weights; return the blend `weights @ values`.",
+        Mistake(
+            "returns-weights",
+            """
+            def soft_lookup(query, keys, values):
+                return softmax(keys @ query)
+            """,
+            says=("weights",),
+            message="`soft_lookup` returned the weights; return the blend `weights @ values`.",
         ),
-        (
-            lambda q, K, V: _stable_softmax(K @ q / np.sqrt(len(q))) @ V,
-            "`soft_lookup` divides the scores by √d: no scaling yet, use softmax(keys @ query).",
+        Mistake(
+            "scaled",
+            """
+            def soft_lookup(query, keys, values):
+                return softmax(keys @ query / np.sqrt(len(query))) @ values
+            """,
+            says=("√d",),
+            message="`soft_lookup` divides the scores by √d: no scaling yet, use "
+            "softmax(keys @ query).",
         ),
-        (
-            lambda q, K, V: _stable_softmax(K @ q) @ K,
-            "`soft_lookup` blends the keys; blend the `values`.",
+        Mistake(
+            "blends-keys",
+            """
+            def soft_lookup(query, keys, values):
+                return softmax(keys @ query) @ keys
+            """,
+            says=("keys",),
+            message="`soft_lookup` blends the keys; blend the `values`.",
         ),
-        (
-            lambda q, K, V: (_stable_softmax(K * q, axis=-1).sum(axis=-1)) @ V,
-            "`soft_lookup` normalises over the d features of each key instead of over the n keys.",
+        Mistake(
+            "normalises-over-d",
+            """
+            def soft_lookup(query, keys, values):
+                return softmax(keys * query, axis=-1).sum(axis=-1) @ values
+            """,
+            says=("n keys",),
+            message="`soft_lookup` normalises over the d features of each key instead of over "
+            "the n keys.",
         ),
-        (
-            lambda q, K, V: V[np.argmax(K @ q)],
-            "`soft_lookup` returned only the best value (a hard lookup): blend all of them.",
+        Mistake(
+            "hard",
+            """
+            def soft_lookup(query, keys, values):
+                return values[np.argmax(keys @ query)]
+            """,
+            says=("hard lookup",),
+            message="`soft_lookup` returned only the best value (a hard lookup): blend all of "
+            "them.",
         ),
-        (
-            lambda q, K, V: _naive(K @ q) @ V,
-            "`soft_lookup` overflows for large scores: use your stable `softmax`.",
+        Mistake(
+            "overflows",
+            """
+            def soft_lookup(query, keys, values):
+                e = np.exp(keys @ query)
+                return e / e.sum() @ values
+            """,
+            says=("overflow", "stable `softmax`"),
+            message="`soft_lookup` overflows for large scores: use your stable `softmax` "
+            "(it subtracts each row's maximum).",
+        ),
+        Mistake(
+            "scores-the-values",
+            """
+            def soft_lookup(query, keys, values):
+                return softmax(values @ query) @ values
+            """,
+            says=("`keys @ query`",),
+        ),
+        Mistake(
+            "values-times-weights",
+            """
+            def soft_lookup(query, keys, values):
+                return values @ softmax(keys @ query)
+            """,
+            says=("`weights @ values`",),
+        ),
+        Mistake(
+            "sums-over-d_v",
+            """
+            def soft_lookup(query, keys, values):
+                return (softmax(keys @ query)[:, None] * values).sum(axis=1)
+            """,
+            says=("one number per key",),
+            message="`soft_lookup` returned one number per key: sum the weighted value rows "
+            "over the n keys (axis 0), not over d_v.",
+        ),
+        Mistake(
+            "float32",
+            """
+            def soft_lookup(query, keys, values):
+                scores = keys.astype(np.float32) @ query.astype(np.float32)
+                return softmax(scores) @ values.astype(np.float32)
+            """,
+            says=("float32", "keep float64"),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "einsum",
+            """
+            def soft_lookup(query, keys, values):
+                return np.einsum("n,nv->v", softmax(np.einsum("nd,d->n", keys, query)), values)
+            """,
+        ),
+        Alternative(
+            "torch",
+            """
+            def soft_lookup(query, keys, values):
+                import torch
+
+                weights = torch.softmax(torch.from_numpy(keys @ query), 0)
+                return (weights @ torch.from_numpy(values)).numpy()
+            """,
         ),
     ],
 )
 def soft_lookup(query, keys, values):
-    return _stable_softmax(keys @ query) @ values
+    return softmax(keys @ query) @ values
 
 
 def _design_cases(rng):
@@ -164,34 +443,93 @@ def _retrieved(result, args):
     return soft_lookup(query, keys, values), values
 
 
-def _design_scaled(q, items, w):
-    return np.outer(np.log(w), q), items
-
-
 @exercise(
     "design_keys_values",
     cases=_design_cases,
     outcome=_retrieved,
     mistakes=[
-        (
-            lambda q, items, w: (np.outer(w, q) / (q @ q), items),
-            "`design_keys_values` makes the scores equal to the weights, but softmax "
+        Mistake(
+            "weights-not-log",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(weights, query) / (query @ query), items
+            """,
+            says=("softmax exponentiates",),
+            message="`design_keys_values` makes the scores equal to the weights, but softmax "
             "exponentiates: the scores must be log(weights).",
         ),
-        (
-            _design_scaled,
-            "`design_keys_values` makes the scores log(weights) × (query · query): divide by "
-            "query · query.",
+        Mistake(
+            "not-divided",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(np.log(weights), query), items
+            """,
+            says=("query · query",),
+            message="`design_keys_values` makes the scores log(weights) × (query · query): "
+            "divide by query · query.",
         ),
-        (
-            lambda q, items, w: (np.zeros((len(w), len(q))), np.tile(w @ items, (len(w), 1))),
-            "`design_keys_values` puts the blend in every value; each value must hand over its own "
-            "item, and the keys must produce the weights.",
+        Mistake(
+            "blend-in-values",
+            """
+            def design_keys_values(query, items, weights):
+                keys = np.zeros((len(weights), len(query)))
+                return keys, np.tile(weights @ items, (len(weights), 1))
+            """,
+            says=("hand over its", "item"),
+            message="`design_keys_values` puts the blend in every value; each value must hand "
+            "over its own item, and the keys must produce the weights.",
         ),
-        (
-            lambda q, items, w: (np.outer(-np.log(w), q) / (q @ q), items),
-            "`design_keys_values` gives the scores the wrong sign: the heaviest item needs the "
-            "largest score.",
+        Mistake(
+            "wrong-sign",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(-np.log(weights), query) / (query @ query), items
+            """,
+            says=("wrong sign",),
+            message="`design_keys_values` gives the scores the wrong sign: the heaviest item "
+            "needs the largest score.",
+        ),
+        Mistake(
+            "keys-transposed",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(query, np.log(weights)) / (query @ query), items
+            """,
+            says=("keys of shape",),
+            message="`design_keys_values` returned keys of shape [d, n]: one key per item, "
+            "as a row: [n, d].",
+        ),
+        Mistake(
+            "values-transposed",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(np.log(weights), query) / (query @ query), items.T
+            """,
+            says=("values of shape",),
+            message="`design_keys_values` returned values of shape [d_v, n]: one value per "
+            "item, as a row: [n, d_v].",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "shifted-orthogonal",
+            """
+            def design_keys_values(query, items, weights):
+                # A constant shift, plus a part orthogonal to the query (query · ortho = 0).
+                ones = np.ones_like(query)
+                ortho = ones - (ones @ query) / (query @ query) * query
+                keys = np.outer(np.log(weights) + 3.0, query) / (query @ query)
+                keys = keys + np.outer(np.arange(len(weights)), ortho)
+                return [keys, items.copy()]
+            """,
+        ),
+        Alternative(
+            "loop",
+            """
+            def design_keys_values(query, items, weights):
+                keys = np.stack([np.log(w) * query / (query @ query) for w in weights])
+                return keys, items
+            """,
         ),
     ],
 )

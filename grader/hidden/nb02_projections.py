@@ -1,8 +1,6 @@
-"""Hidden checks for notebook 02 (projections)."""
+"""Hidden checks and the mistake catalogue for notebook 02 (projections)."""
 
-import numpy as np
-
-from grader.hidden import exercise
+from grader.hidden import Alternative, Mistake, exercise
 
 
 def _project_cases(rng):
@@ -11,23 +9,91 @@ def _project_cases(rng):
         yield rng.normal(size=(T, d_model)), rng.normal(size=(d_out, d_model))
 
 
+_TORCH_LINEAR = """
+    def project(X, W):
+        import torch
+
+        linear = torch.nn.Linear(W.shape[1], W.shape[0], bias=False, dtype=torch.float64)
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(W))
+            return linear(torch.from_numpy(X)).numpy()
+    """
+
+
 @exercise(
     "project",
     cases=_project_cases,
     mistakes=[
-        (
-            lambda X, W: X @ W,
-            "`project` computed X @ W; with q = W x per row, all rows at once are X @ W.T.",
+        Mistake(
+            "X-times-W",
+            """
+            def project(X, W):
+                return X @ W
+            """,
+            says=("X @ W.T",),
+            message="`project` computed X @ W; with q = W x per row, all rows at once are X @ W.T.",
         ),
-        (
-            lambda X, W: W @ X.T,
-            "`project` returned W @ X.T, shape [d_out, T]; rows must be positions: X @ W.T.",
+        Mistake(
+            "W-times-X",
+            """
+            def project(X, W):
+                return W @ X
+            """,
+            says=("X @ W.T",),
         ),
-        (
-            lambda X, W: (W @ X.T).reshape(X.shape[0], W.shape[0]),
-            "`project` reshaped W @ X.T instead of transposing it: use X @ W.T.",
+        Mistake(
+            "W-times-X-transposed",
+            """
+            def project(X, W):
+                return W @ X.T
+            """,
+            says=("[d_out, T]", "X @ W.T"),
+            message="`project` returned W @ X.T, shape [d_out, T]; rows must be positions: "
+            "X @ W.T.",
         ),
-        (lambda X, W: X @ W.T + 1.0, "`project` adds a bias; these projections have none."),
+        Mistake(
+            "reshaped",
+            """
+            def project(X, W):
+                return (W @ X.T).reshape(X.shape[0], W.shape[0])
+            """,
+            says=("X @ W.T",),
+            message="`project` reshaped W @ X.T instead of transposing it: use X @ W.T.",
+        ),
+        Mistake(
+            "bias",
+            """
+            def project(X, W):
+                return X @ W.T + 1.0
+            """,
+            says=("no bias",),
+            message="`project` adds a bias; these projections have no bias.",
+        ),
+        Mistake(
+            "float32",
+            """
+            def project(X, W):
+                return X.astype(np.float32) @ W.T.astype(np.float32)
+            """,
+            says=("float32", "keep float64"),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loop",
+            """
+            def project(X, W):
+                return np.stack([W @ x for x in X])
+            """,
+        ),
+        Alternative(
+            "einsum",
+            """
+            def project(X, W):
+                return np.einsum("td,od->to", X, W)
+            """,
+        ),
+        Alternative("torch-linear", _TORCH_LINEAR),
     ],
 )
 def project(X, W):
@@ -44,35 +110,92 @@ def _qkv_cases(rng):
         )
 
 
-def _qkv_ref(X, W_Q, W_K, W_V):
-    return X @ W_Q.T, X @ W_K.T, X @ W_V.T
-
-
 @exercise(
     "qkv",
     cases=_qkv_cases,
     mistakes=[
-        (
-            lambda X, Wq, Wk, Wv: (X @ Wq.T, X @ Wv.T, X @ Wk.T),
-            "`qkv` returns K and V swapped: return (Q, K, V).",
+        Mistake(
+            "K-V-swapped",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return project(X, W_Q), project(X, W_V), project(X, W_K)
+            """,
+            says=("order (Q, K, V)",),
+            message="`qkv` returns K and V swapped: return them in the order (Q, K, V).",
         ),
-        (
-            lambda X, Wq, Wk, Wv: (X @ Wk.T, X @ Wq.T, X @ Wv.T),
-            "`qkv` returns Q and K swapped: return (Q, K, V).",
+        Mistake(
+            "Q-K-swapped",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return project(X, W_K), project(X, W_Q), project(X, W_V)
+            """,
+            says=("order (Q, K, V)",),
+            message="`qkv` returns Q and K swapped: return them in the order (Q, K, V).",
         ),
-        (
-            lambda X, Wq, Wk, Wv: (X @ Wq.T, X @ Wq.T, X @ Wv.T),
-            "`qkv` uses W_Q for the keys too: K = X @ W_K.T.",
+        Mistake(
+            "W_Q-for-keys",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return project(X, W_Q), project(X, W_Q), project(X, W_V)
+            """,
+            says=("own matrix",),
+            message="`qkv` uses W_Q for the keys too: each of Q, K, V comes from its own "
+            "matrix, K = X @ W_K.T.",
         ),
-        (
-            lambda X, Wq, Wk, Wv: (X @ Wq, X @ Wk, X @ Wv),
-            "`qkv` computes X @ W without the transpose: Q = X @ W_Q.T.",
+        Mistake(
+            "no-transpose",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return X @ W_Q, X @ W_K, X @ W_V
+            """,
+            says=("X @ W_Q.T",),
+            message="`qkv` computes X @ W without the transpose: Q = X @ W_Q.T.",
         ),
-        (
-            lambda X, Wq, Wk, Wv: np.concatenate([X @ Wq.T, X @ Wk.T, X @ Wv.T], axis=1),
-            "`qkv` returns one concatenated array; return the tuple (Q, K, V).",
+        Mistake(
+            "concatenated",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return np.concatenate([project(X, W_Q), project(X, W_K), project(X, W_V)], axis=1)
+            """,
+            says=("three arrays",),
+            message="`qkv` returns one concatenated array; return the three arrays as a tuple "
+            "(Q, K, V).",
+        ),
+        Mistake(
+            "stacked",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return np.stack([project(X, W_Q), project(X, W_K), project(X, W_V)])
+            """,
+            says=("tuple",),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "einsum",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return tuple(np.einsum("td,od->to", X, W) for W in (W_Q, W_K, W_V))
+            """,
+        ),
+        Alternative(
+            "list-of-loops",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return [np.array([W @ x for x in X]) for W in (W_Q, W_K, W_V)]
+            """,
+        ),
+        Alternative(
+            "torch",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                import torch
+
+                x = torch.from_numpy(X)
+                return tuple((x @ torch.from_numpy(W).T).numpy() for W in (W_Q, W_K, W_V))
+            """,
         ),
     ],
 )
 def qkv(X, W_Q, W_K, W_V):
-    return _qkv_ref(X, W_Q, W_K, W_V)
+    return project(X, W_Q), project(X, W_K), project(X, W_V)

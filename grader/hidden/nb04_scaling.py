@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.hidden import exercise
+from grader.hidden import Alternative, Mistake, exercise
 
 
 def _scaled_cases(rng):
@@ -22,23 +22,107 @@ def _raw(Q, K):
     atol=1e-4,
     rtol=1e-4,
     mistakes=[
-        (_raw, "`scaled_scores` forgot to scale: divide Q Kᵀ by √d_k."),
-        (lambda Q, K: _raw(Q, K) / Q.shape[-1], "`scaled_scores` divides by d_k instead of √d_k."),
-        (
-            lambda Q, K: _raw(Q, K) / np.sqrt(K.shape[0]),
-            "`scaled_scores` divides by √T (the number of keys) instead of √d_k.",
+        Mistake(
+            "unscaled",
+            """
+            def scaled_scores(Q, K):
+                return Q @ K.T
+            """,
+            says=("forgot to scale",),
+            message="`scaled_scores` forgot to scale: divide Q Kᵀ by √d_k.",
         ),
-        (
-            lambda Q, K: _raw(Q, K) / np.sqrt(Q.shape[0]),
-            "`scaled_scores` divides by √T (the number of queries) instead of √d_k.",
+        Mistake(
+            "by-d_k",
+            """
+            def scaled_scores(Q, K):
+                return Q @ K.T / Q.shape[-1]
+            """,
+            says=("by d_k instead of √d_k",),
+            message="`scaled_scores` divided by d_k instead of √d_k.",
         ),
-        (
-            lambda Q, K: _raw(K, Q) / np.sqrt(Q.shape[-1]),
-            "`scaled_scores` is transposed: rows must be queries (Q Kᵀ, not K Qᵀ).",
+        Mistake(
+            "by-sqrt-T-keys",
+            """
+            def scaled_scores(Q, K):
+                return Q @ K.T / np.sqrt(K.shape[0])
+            """,
+            says=("√T (the number of keys)",),
+            message="`scaled_scores` divided by √T (the number of keys) instead of √d_k.",
         ),
-        (
-            lambda Q, K: _raw(Q, K) * np.sqrt(Q.shape[-1]),
-            "`scaled_scores` multiplies by √d_k instead of dividing.",
+        Mistake(
+            "by-sqrt-T-queries",
+            """
+            def scaled_scores(Q, K):
+                return Q @ K.T / np.sqrt(Q.shape[0])
+            """,
+            says=("√T (the number of queries)",),
+            message="`scaled_scores` divided by √T (the number of queries) instead of √d_k.",
+        ),
+        Mistake(
+            "transposed",
+            """
+            def scaled_scores(Q, K):
+                return K @ Q.T / np.sqrt(Q.shape[-1])
+            """,
+            says=("K Qᵀ",),
+            message="`scaled_scores` is transposed: rows must be queries (Q Kᵀ, not K Qᵀ).",
+        ),
+        Mistake(
+            "multiplied",
+            """
+            def scaled_scores(Q, K):
+                return Q @ K.T * np.sqrt(Q.shape[-1])
+            """,
+            says=("multiplied by √d_k",),
+            message="`scaled_scores` multiplied by √d_k instead of dividing.",
+        ),
+        Mistake(
+            "fixed-d_model",
+            """
+            d_model = 512
+
+
+            def scaled_scores(Q, K):
+                return Q @ K.T / np.sqrt(d_model)
+            """,
+            says=("fixed √512", "d_model"),
+            caught_by="visible",  # the hidden check says only "a wrong result"
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loops",
+            """
+            def scaled_scores(Q, K):
+                d_k = len(Q[0])
+                return np.array(
+                    [[sum(q * k for q, k in zip(qi, kj)) / d_k**0.5 for kj in K] for qi in Q]
+                )
+            """,
+        ),
+        Alternative(
+            "einsum",
+            """
+            def scaled_scores(Q, K):
+                return np.einsum("id,jd->ij", Q / np.sqrt(Q.shape[1]), K)
+            """,
+        ),
+        Alternative(
+            "torch",
+            """
+            def scaled_scores(Q, K):
+                import torch
+
+                S = torch.from_numpy(Q) @ torch.from_numpy(K).T
+                return (S / Q.shape[-1] ** 0.5).numpy()
+            """,
+        ),
+        Alternative(
+            "split-root",
+            """
+            def scaled_scores(Q, K):
+                return (Q / Q.shape[-1] ** 0.25) @ (K / K.shape[-1] ** 0.25).T
+            """,
         ),
     ],
 )
@@ -74,23 +158,96 @@ def _xlogx(A):
     atol=1e-5,
     rtol=1e-5,
     mistakes=[
-        (
-            lambda A: -_xlogx(A).sum(axis=-1) / np.log(2),
-            "`softmax_entropy` uses log base 2 (bits): this course uses nats (np.log).",
+        Mistake(
+            "log2",
+            """
+            def softmax_entropy(A):
+                return -np.sum(A * np.log2(np.where(A > 0, A, 1.0)), axis=-1)
+            """,
+            says=("log base 2",),
+            message="`softmax_entropy` uses log base 2 (bits): this course uses nats (np.log).",
         ),
-        (lambda A: _xlogx(A).sum(axis=-1), "`softmax_entropy` has the wrong sign: H = −Σ p log p."),
-        (
-            lambda A: -_xlogx(A).sum(axis=0),
-            "`softmax_entropy` sums over axis 0 (the rows): one "
-            "entropy per row means summing over the keys, axis=-1.",
+        Mistake(
+            "sign",
+            """
+            def softmax_entropy(A):
+                return np.sum(A * np.log(np.where(A > 0, A, 1.0)), axis=-1)
+            """,
+            says=("wrong sign",),
+            message="`softmax_entropy` has the wrong sign: H = −Σ p log p.",
         ),
-        (
-            lambda A: -_xlogx(A).sum(),
-            "`softmax_entropy` sums the whole array: one entropy per row.",
+        Mistake(
+            "axis-0",
+            """
+            def softmax_entropy(A):
+                return -np.sum(A * np.log(np.where(A > 0, A, 1.0)), axis=0)
+            """,
+            says=("axis=-1",),
+            message="`softmax_entropy` sums over axis 0 (the rows): one entropy per row means "
+            "summing over the keys, axis=-1.",
         ),
-        (
-            lambda A: -_xlogx(A).mean(axis=-1),
-            "`softmax_entropy` averages over the keys instead of summing: H = −Σ_j p_j log p_j.",
+        Mistake(
+            "whole-array",
+            """
+            def softmax_entropy(A):
+                return -np.sum(A * np.log(np.where(A > 0, A, 1.0)))
+            """,
+            says=("one entropy per row",),
+            message="`softmax_entropy` sums the whole array: return one entropy per row.",
+        ),
+        Mistake(
+            "mean",
+            """
+            def softmax_entropy(A):
+                return -np.mean(A * np.log(np.where(A > 0, A, 1.0)), axis=-1)
+            """,
+            says=("H = −Σ",),
+            message="`softmax_entropy` averages over the keys instead of summing: "
+            "H = −Σ_j p_j ln p_j.",
+        ),
+        Mistake(
+            "zero-log-zero",
+            """
+            def softmax_entropy(A):
+                return -np.sum(A * np.log(A), axis=-1)
+            """,
+            says=("0 · log 0",),
+            message="`softmax_entropy` gives NaN for weights that are exactly 0: 0 · log 0 is "
+            "NaN in NumPy but counts as 0 in the entropy.",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loops",
+            """
+            def softmax_entropy(A):
+                rows = [-sum(float(p) * np.log(float(p)) for p in row if p > 0) for row in A]
+                return np.array(rows)
+            """,
+        ),
+        Alternative(
+            "epsilon",
+            """
+            def softmax_entropy(A):
+                return -np.sum(A * np.log(A + 1e-300), axis=-1)
+            """,
+        ),
+        Alternative(
+            "nansum",
+            """
+            def softmax_entropy(A):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return -np.nansum(A * np.log(A), axis=1)
+            """,
+        ),
+        Alternative(
+            "torch-entr",
+            """
+            def softmax_entropy(A):
+                import torch
+
+                return torch.special.entr(torch.from_numpy(np.asarray(A))).sum(-1).numpy()
+            """,
         ),
     ],
 )
@@ -98,7 +255,23 @@ def softmax_entropy(A):
     return -_xlogx(A).sum(axis=-1)
 
 
+def _rows_with_maxima(rng, maxima, T):
+    """Rows of T weights whose largest weight is each of ``maxima``; the largest weights sit
+    in every column in turn, and the rest of each row is spread below them."""
+    A = np.zeros((len(maxima), T))
+    for i, top in enumerate(maxima):
+        rest = rng.dirichlet(np.ones(T - 1)) * (1 - top)
+        while rest.max() >= top:  # the given maximum must stay the largest weight
+            rest = rng.dirichlet(np.ones(T - 1)) * (1 - top)
+        A[i] = np.insert(rest, i % T, top)
+    return A
+
+
 def _share_cases(rng):
+    # First a case where every slip below gives its own answer: 15 of 40 row maxima above
+    # 0.6, 9 of them above 0.9, 4 equal to 0.6; the maxima cover every column.
+    maxima = [0.95] * 9 + [0.7] * 6 + [0.6] * 4 + [0.45] * 21
+    yield rng.permutation(_rows_with_maxima(rng, maxima, 8)), 0.6
     for N, T, scale, threshold in [
         (40, 8, 3.0, 0.9),
         (30, 5, 2.0, 0.6),
@@ -107,33 +280,116 @@ def _share_cases(rng):
         (17, 3, 1.5, 0.5),
     ]:
         yield _weights(rng, N, T, scale), threshold
+    A = _weights(rng, 12, 4, 2.0)
+    A[:4] = [0.5, 0.25, 0.25, 0.0]  # rows whose largest weight equals the threshold
+    yield rng.permutation(A), 0.5
 
 
 @exercise(
     "near_one_hot_share",
     cases=_share_cases,
     mistakes=[
-        (
-            lambda A, threshold=0.9: np.sum(A.max(axis=-1) > threshold),
-            "`near_one_hot_share` returns a count: divide by the number of rows.",
+        Mistake(
+            "count",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.sum(A.max(axis=-1) > threshold)
+            """,
+            says=("count",),
+            message="`near_one_hot_share` returns a count: divide by the number of rows.",
         ),
-        (
-            lambda A, threshold=0.9: np.mean(A > threshold),
-            "`near_one_hot_share` averages over all N·T "
-            "weights: the share is over rows, using each row's largest weight.",
+        Mistake(
+            "all-weights",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.mean(A > threshold)
+            """,
+            says=("all N·T",),
+            message="`near_one_hot_share` averaged over all N·T weights: the share is over "
+            "rows, using each row's largest weight.",
         ),
-        (
-            lambda A, threshold=0.9: np.mean(A.max(axis=0) > threshold),
-            "`near_one_hot_share` takes the maximum over axis 0 (columns): use each row's maximum.",
+        Mistake(
+            "axis-0",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.mean(A.max(axis=0) > threshold)
+            """,
+            says=("axis 0",),
+            message="`near_one_hot_share` took the maximum over axis 0 (each key's column): "
+            "use each row's maximum, axis=-1.",
         ),
-        (
-            lambda A, threshold=0.9: np.mean(A.max(axis=-1) > 0.9),
-            "`near_one_hot_share` ignores the `threshold` argument.",
+        Mistake(
+            "fixed-threshold",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.mean(A.max(axis=-1) > 0.9)
+            """,
+            says=("`threshold` argument",),
+            message="`near_one_hot_share` ignores the `threshold` argument.",
         ),
-        (
-            lambda A, threshold=0.9: np.sum(A > threshold) / len(A),
-            "`near_one_hot_share` counts every "
-            "weight above the threshold: count rows whose largest weight is above it.",
+        Mistake(
+            "every-weight",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.sum(A > threshold) / len(A)
+            """,
+            says=("every weight above",),
+            message="`near_one_hot_share` counted every weight above the threshold: count "
+            "rows whose largest weight is above it.",
+        ),
+        Mistake(
+            "at-least",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return float(np.mean(A.max(axis=-1) >= threshold))
+            """,
+            says=("not `>=`",),
+            message="`near_one_hot_share` counts rows whose largest weight equals the "
+            "threshold: above means `>`, not `>=`.",
+        ),
+        Mistake(
+            "one-per-row",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return A.max(axis=-1) > threshold
+            """,
+            says=("one number",),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loops",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                hits = 0
+                for row in A:
+                    if max(row) > threshold:
+                        hits += 1
+                return hits / len(A)
+            """,
+        ),
+        Alternative(
+            "any",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.count_nonzero(np.any(A > threshold, axis=1)) / A.shape[0]
+            """,
+        ),
+        Alternative(
+            "torch-0d",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                import torch
+
+                return (torch.from_numpy(A).amax(-1) > threshold).double().mean().numpy()
+            """,
+        ),
+        Alternative(
+            "numpy-scalar",
+            """
+            def near_one_hot_share(A, threshold=0.9):
+                return np.mean(np.max(A, axis=-1) > threshold, keepdims=True)[0]
+            """,
         ),
     ],
 )

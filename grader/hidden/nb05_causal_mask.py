@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.hidden import exercise
+from grader.hidden import Alternative, Mistake, exercise
 
 # ------------------------------------------------------------------ causal_mask
 
@@ -19,24 +19,17 @@ def _future(T):
     return np.triu(np.ones((T, T), dtype=bool), k=1)  # j > i
 
 
-def _diagonal_masked(T):
-    return np.where(np.triu(np.ones((T, T), dtype=bool)), -np.inf, 0.0)
-
-
-def _transposed(T):
-    return np.where(_future(T).T, -np.inf, 0.0)
-
-
-def _keep_ones(T):
-    return np.tril(np.ones((T, T)))
-
-
-def _block_ones(T):
-    return _future(T).astype(float)
-
-
-def _large_negative(value):
-    return lambda T: np.where(_future(T), value, 0.0)
+def _large_negative(label, fill, value):
+    """A mask with the large negative ``fill`` (source text, worth ``value``) for −∞."""
+    return Mistake(
+        label,
+        f"""
+        def causal_mask(T):
+            return np.triu(np.full((T, T), {fill}), k=1)
+        """,
+        says=("-np.inf exactly",),
+        message=f"`causal_mask` uses {value:g} for the future; expected -np.inf exactly.",
+    )
 
 
 @exercise(
@@ -44,39 +37,97 @@ def _large_negative(value):
     shortcuts={"attnlib": {"causal_mask"}},
     cases=_mask_cases,
     mistakes=[
-        (
-            _diagonal_masked,
-            "`causal_mask` masks the diagonal (j ≥ i); a position may look at itself, "
+        Mistake(
+            "diagonal-masked",
+            """
+            def causal_mask(T):
+                return np.triu(np.full((T, T), -np.inf))
+            """,
+            says=("masks the diagonal",),
+            message="`causal_mask` masks the diagonal (j ≥ i); a position may look at itself, "
             "only j > i is -inf.",
         ),
-        (
-            _transposed,
-            "`causal_mask` is transposed: it masks the past (j < i) instead of the future.",
+        Mistake(
+            "transposed",
+            """
+            def causal_mask(T):
+                return np.tril(np.full((T, T), -np.inf), k=-1)
+            """,
+            says=("transposed",),
+            message="`causal_mask` is transposed: it masks the past (j < i) instead of the future.",
         ),
-        (
-            _keep_ones,
-            "`causal_mask` returned a 0/1 (multiplicative) mask; it must be additive: 0 where "
-            "j ≤ i, -inf where j > i.",
+        Mistake(
+            "multiplicative",
+            """
+            def causal_mask(T):
+                return np.tril(np.ones((T, T)))
+            """,
+            says=("0/1", "additive"),
+            message="`causal_mask` returned a 0/1 (multiplicative) mask; it must be additive: "
+            "0 where j ≤ i, -inf where j > i.",
         ),
-        (
-            _block_ones,
-            "`causal_mask` puts 1 on the future entries; it must be additive: -inf there, "
-            "0 elsewhere.",
+        Mistake(
+            "boolean",
+            """
+            def causal_mask(T):
+                return np.triu(np.ones((T, T), dtype=bool), k=1)
+            """,
+            says=("additive",),
+            message="`causal_mask` puts 1 (True) on the future entries; it must be additive: "
+            "-inf there, 0 elsewhere.",
         ),
-    ]
-    + [
-        (_large_negative(v), f"`causal_mask` uses {v:g} for the future; expected -np.inf exactly.")
-        for v in (
-            -1e4,
-            -1e6,
-            -1e9,
-            -1e10,
-            -1e12,
-            -1e20,
-            -1e30,
-            np.finfo(np.float64).min,
-            np.finfo(np.float32).min,
-        )
+        _large_negative("minus-1e9", "-1e9", -1e9),
+        _large_negative("minus-1e4", "-1e4", -1e4),
+        _large_negative("float64-min", "np.finfo(np.float64).min", np.finfo(np.float64).min),
+        Mistake(
+            "nan-from-multiplying",
+            """
+            def causal_mask(T):
+                return (1 - np.tril(np.ones((T, T)))) * -np.inf
+            """,
+            says=("0 * (-np.inf)",),
+            message="`causal_mask` contains NaN: 0 * (-np.inf) is NaN, so build the mask with "
+            "np.where(...) or np.triu(...) instead of multiplying by -np.inf.",
+        ),
+        Mistake(
+            "fixed-size",
+            """
+            def causal_mask(T):
+                return np.triu(np.full((4, 4), -np.inf), k=1)
+            """,
+            says=("shape (4, 4)",),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loops",
+            """
+            def causal_mask(T):
+                M = np.zeros((T, T))
+                for i in range(T):
+                    for j in range(T):
+                        if j > i:
+                            M[i, j] = -np.inf
+                return M
+            """,
+        ),
+        Alternative(
+            "where",
+            """
+            def causal_mask(T):
+                i, j = np.indices((T, T))
+                return np.where(j > i, -np.inf, 0.0)
+            """,
+        ),
+        Alternative(
+            "torch",
+            """
+            def causal_mask(T):
+                import torch
+
+                return torch.full((T, T), float("-inf")).triu(1).double().numpy()
+            """,
+        ),
     ],
 )
 def causal_mask(T):
@@ -124,12 +175,25 @@ def _functions(rng, d):
     ]
 
 
+def _reads_row(offset, t):
+    return _Fn(lambda X: np.broadcast_to(X[t + offset], X.shape), f"reads position {t + offset}")
+
+
 def _leak_cases(rng):
+    """Three cases first that tell the slips apart (each slip fails first where its answer
+    differs from every slip listed before it in the catalogue), then random functions. The
+    future only ever grows (X_alt > X), so a forgotten abs shows only where signs matter."""
+    T, d = int(rng.integers(5, 10)), int(rng.integers(2, 5))
+    t = int(rng.integers(2, T - 1))  # 2 ≤ t ≤ T − 2: rows t − 1 and t + 1 exist
+    X = rng.normal(size=(T, d))
+    yield (_Fn(lambda X: X, "f(X) = X"), X, rng.normal(size=(T, d)) + 1, t)
+    for offset in (1, 0):  # every output reads row t + 1, then row t
+        yield (_reads_row(offset, t), X, X + rng.uniform(0.5, 2.0, size=(T, d)), t)
     for _ in range(2):
         T, d = int(rng.integers(4, 10)), int(rng.integers(2, 5))
         for f in _functions(rng, d):
-            X, X_alt = rng.normal(size=(T, d)), rng.normal(size=(T, d)) + 1
-            yield (f, X, X_alt, int(rng.integers(1, T)))
+            X = rng.normal(size=(T, d))
+            yield (f, X, X + rng.uniform(0.5, 2.0, size=(T, d)), int(rng.integers(1, T)))
     T, d = int(rng.integers(4, 10)), int(rng.integers(1, 4))
     mean = _Fn(lambda X: np.broadcast_to(X.mean(axis=0), X.shape), "the global mean")
     for shift in (3.0, -3.0):  # every earlier output moves the same way: signs matter
@@ -146,50 +210,138 @@ def _changed(X, X_alt, t):
     return X2
 
 
-def _upto_t(f, X, X_alt, t):
-    return np.abs(f(X) - f(_changed(X, X_alt, t)))[: t + 1].max()
+def _leak_mistake(label, changed, compared, says, message=None, caught_by="both"):
+    """A future_leak that builds X2 with ``changed`` and returns ``compared``, as a learner
+    would write it."""
+    return Mistake(
+        label,
+        f"""
+        def future_leak(f, X, X_alt, t):
+            {changed}
+            return {compared}
+        """,
+        says=says,
+        message=message,
+        caught_by=caught_by,
+    )
 
 
-def _all_positions(f, X, X_alt, t):
-    return np.abs(f(X) - f(_changed(X, X_alt, t))).max()
-
-
-def _replaced_past(f, X, X_alt, t):
-    X2 = X.copy()
-    X2[:t] = X_alt[:t]
-    return np.abs(f(X) - f(X2))[:t].max()
-
-
-def _signed(f, X, X_alt, t):
-    return (f(X) - f(_changed(X, X_alt, t)))[:t].max()
-
-
-def _signed_other_way(f, X, X_alt, t):
-    return (f(_changed(X, X_alt, t)) - f(X))[:t].max()
-
-
-def _mean(f, X, X_alt, t):
-    return np.abs(f(X) - f(_changed(X, X_alt, t)))[:t].mean()
-
-
-def _aliased(f, X, X_alt, t):
-    return 0.0  # X2 = X; X2[t:] = ...: both calls see the same array
+_COPY = "X2 = X.copy()\n            X2[t:] = X_alt[t:]"
 
 
 @exercise(
     "future_leak",
     cases=_leak_cases,
     mistakes=[
-        (_aliased, "`future_leak` always finds 0: did `X2 = X` change X itself? Use X.copy()."),
-        (
-            _upto_t,
-            "`future_leak` compares position t too; only positions before t (rows [:t]) count.",
+        _leak_mistake(
+            "includes-t",
+            _COPY,
+            "float(np.abs(f(X) - f(X2))[: t + 1].max())",
+            says=("rows [:t]",),
+            message="`future_leak` compares position t too; only positions before t count, "
+            "rows [:t].",
         ),
-        (_all_positions, "`future_leak` compares every position; only positions before t count."),
-        (_replaced_past, "`future_leak` replaces the rows before t; keep X[:t], take X_alt[t:]."),
-        (_signed, "`future_leak` forgets the absolute value of the differences."),
-        (_signed_other_way, "`future_leak` forgets the absolute value of the differences."),
-        (_mean, "`future_leak` averages the changes; return the largest one (max)."),
+        _leak_mistake(
+            "every-position",
+            _COPY,
+            "float(np.abs(f(X) - f(X2)).max())",
+            says=("rows [:t]",),
+            message="`future_leak` compares every position; only positions before t count, "
+            "rows [:t].",
+        ),
+        _leak_mistake(
+            "misses-t-minus-1",
+            _COPY,
+            "float(np.abs(f(X) - f(X2))[: t - 1].max())",
+            says=("rows [:t]",),
+            message="`future_leak` compares only the positions before t−1: position t−1 "
+            "counts too, rows [:t].",
+        ),
+        _leak_mistake(
+            "replaces-after-t",
+            "X2 = X.copy()\n            X2[t + 1 :] = X_alt[t + 1 :]",
+            "float(np.abs(f(X) - f(X2))[:t].max())",
+            says=("X2[t:] = X_alt[t:]",),
+            message="`future_leak` keeps row t from X: the future starts at t itself, "
+            "X2[t:] = X_alt[t:].",
+        ),
+        _leak_mistake(
+            "aliased",
+            "X2 = X\n            X2[t:] = X_alt[t:]",
+            "float(np.abs(f(X) - f(X2))[:t].max())",
+            says=("in place",),
+            message="`future_leak` always finds 0: `X2 = X` changes X in place too, so f sees "
+            "the same sequence twice. Use X2 = X.copy().",
+        ),
+        _leak_mistake(
+            "replaces-past",
+            "X2 = X.copy()\n            X2[:t] = X_alt[:t]",
+            "float(np.abs(f(X) - f(X2))[:t].max())",
+            says=("keep X[:t]",),
+            message="`future_leak` replaces the rows before t; keep X[:t] and take the future "
+            "rows X[t:] from X_alt.",
+        ),
+        _leak_mistake(
+            "no-abs",
+            _COPY,
+            "float((f(X2) - f(X))[:t].max())",
+            says=("np.abs",),
+            message="`future_leak` forgets the absolute value of the differences: a change "
+            "counts in either direction, np.abs(...).",
+        ),
+        _leak_mistake(
+            "no-abs-other-way",
+            _COPY,
+            "float((f(X) - f(X2))[:t].max())",
+            says=("np.abs",),
+            message="`future_leak` forgets the absolute value of the differences: a change "
+            "counts in either direction, np.abs(...).",
+        ),
+        _leak_mistake(
+            "mean",
+            _COPY,
+            "float(np.abs(f(X) - f(X2))[:t].mean())",
+            says=("largest",),
+            message="`future_leak` averages the changes; return the largest one (`.max()`).",
+        ),
+        _leak_mistake(
+            "sum",
+            _COPY,
+            "float(np.abs(f(X) - f(X2))[:t].sum())",
+            says=("largest",),
+            message="`future_leak` adds up the changes; return the largest one (`.max()`).",
+        ),
+        _leak_mistake(
+            "array",
+            _COPY,
+            "np.abs(f(X) - f(X2))[:t]",
+            says=("one number",),
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loop-over-positions",
+            """
+            def future_leak(f, X, X_alt, t):
+                changed = np.concatenate([X[:t], X_alt[t:]])
+                before, after = f(X), f(changed)
+                return max(float(np.max(np.abs(before[i] - after[i]))) for i in range(t))
+            """,
+        ),
+        Alternative(
+            "torch",
+            """
+            def future_leak(f, X, X_alt, t):
+                import torch
+
+                X2 = np.array(X, copy=True)
+                X2[t:] = X_alt[t:]
+                diff = torch.from_numpy(np.asarray(f(X), float)) - torch.from_numpy(
+                    np.asarray(f(X2), float)
+                )
+                return diff[:t].abs().max().item()
+            """,
+        ),
     ],
 )
 def future_leak(f, X, X_alt, t):

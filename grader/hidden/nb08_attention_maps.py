@@ -1,8 +1,8 @@
-"""Hidden checks for notebook 08 (reading attention maps)."""
+"""Hidden checks and the mistake catalogue for notebook 08 (reading attention maps)."""
 
 import numpy as np
 
-from grader.hidden import exercise
+from grader.hidden import Alternative, Mistake, exercise
 
 # The course's own scorers of attention patterns (attnlib.patterns) solve these exercises.
 _SCORE_TEMPLATES = {
@@ -23,20 +23,21 @@ def _pattern_cases(rng):
         yield (_pattern(rng, T),)
 
 
-def _rows(A):
-    return np.arange(1, len(A))
+def _score_mistake(name, label, body, says, message=None, args="A"):
+    """A scorer whose body is ``body`` (it may use ``t = np.arange(1, len(A))``)."""
+    return Mistake(
+        label,
+        f"""
+        def {name}({args}):
+            t = np.arange(1, len(A))
+            return {body}
+        """,
+        says=says,
+        message=message,
+    )
 
 
-def _self_incl_zero(A):
-    return float(np.mean(np.diag(A)))
-
-
-def _self_sum(A):
-    return float(np.sum(np.diag(A)[1:]))
-
-
-def _self_from_two(A):
-    return float(np.mean(np.diag(A)[2:]))
+_ONE_NUMBER = ("one number",)
 
 
 @exercise(
@@ -44,41 +45,56 @@ def _self_from_two(A):
     shortcuts=_SCORE_TEMPLATES,
     cases=_pattern_cases,
     mistakes=[
-        (
-            _self_incl_zero,
-            "`self_score` includes t = 0 (query 0 can only look at itself): average over t ≥ 1.",
+        _score_mistake(
+            "self_score",
+            "includes-t-0",
+            "float(np.mean(np.diag(A)))",
+            ("start at t = 1",),
+            "`self_score` includes t = 0 (query 0 can only look at itself): start at t = 1.",
         ),
-        (
-            _self_sum,
-            "`self_score` returns the sum of the diagonal; the score is its mean over t ≥ 1.",
+        _score_mistake(
+            "self_score",
+            "sum",
+            "float(np.sum(np.diag(A)[1:]))",
+            ("the mean",),
+            "`self_score` returns the sum of the diagonal; the score is the mean over t ≥ 1.",
         ),
-        (_self_from_two, "`self_score` starts at t = 2; start at t = 1."),
-        (
-            lambda A: float(np.mean(np.diag(A, -1))),
+        _score_mistake(
+            "self_score",
+            "from-t-2",
+            "float(np.mean(np.diag(A)[2:]))",
+            ("starts at t = 2",),
+            "`self_score` starts at t = 2; start at t = 1.",
+        ),
+        _score_mistake(
+            "self_score",
+            "previous-token",
+            "float(np.mean(np.diag(A, -1)))",
+            ("previous-token stripe",),
             "`self_score` reads the previous-token stripe A[t, t−1], not the diagonal A[t, t].",
+        ),
+        _score_mistake("self_score", "array", "np.diag(A)[1:]", _ONE_NUMBER),
+    ],
+    alternatives=[
+        Alternative(
+            "loop",
+            """
+            def self_score(A):
+                return sum(A[t, t] for t in range(1, len(A))) / (len(A) - 1)
+            """,
+        ),
+        Alternative(
+            "trace",
+            """
+            def self_score(A):
+                return np.trace(A[1:, 1:]) / (len(A) - 1)
+            """,
         ),
     ],
 )
 def self_score(A):
-    t = _rows(A)
+    t = np.arange(1, len(A))
     return float(A[t, t].mean())
-
-
-def _prev_swapped(A):
-    return float(np.mean(np.diag(A, 1)))  # A[t-1, t]: above the diagonal
-
-
-def _prev_two_back(A):
-    return float(np.mean(np.diag(A, -2)))
-
-
-def _prev_from_two(A):
-    return float(np.mean(np.diag(A, -1)[1:]))
-
-
-def _prev_wraps(A):
-    t = np.arange(len(A))
-    return float(A[t, t - 1].mean())
 
 
 @exercise(
@@ -86,30 +102,70 @@ def _prev_wraps(A):
     shortcuts=_SCORE_TEMPLATES,
     cases=_pattern_cases,
     mistakes=[
-        (
-            _prev_swapped,
-            "`previous_token_score` reads A[t−1, t], above the diagonal: the query t "
-            "is the row, the previous token t−1 the column.",
+        _score_mistake(
+            "previous_token_score",
+            "swapped",
+            "float(np.mean(np.diag(A, 1)))",
+            ("row and column swapped",),
+            "`previous_token_score` reads A[t−1, t], above the diagonal (row and column "
+            "swapped?): the query t is the row, the previous token t−1 the column.",
         ),
-        (
-            lambda A: float(np.mean(np.diag(A)[1:])),
+        _score_mistake(
+            "previous_token_score",
+            "diagonal",
+            "float(np.mean(np.diag(A)[1:]))",
+            ("the diagonal",),
             "`previous_token_score` reads the diagonal A[t, t]; the previous token is A[t, t−1].",
         ),
-        (_prev_two_back, "`previous_token_score` looks two steps back (A[t, t−2]); use t−1."),
-        (_prev_from_two, "`previous_token_score` starts at t = 2; t = 1 has a previous token too."),
-        (
-            _prev_wraps,
-            "`previous_token_score` includes t = 0, where t−1 = −1 wraps round to the "
-            "last column: start at t = 1.",
+        _score_mistake(
+            "previous_token_score",
+            "two-back",
+            "float(np.mean(np.diag(A, -2)))",
+            ("t−2",),
+            "`previous_token_score` looks two steps back (A[t, t−2]); use t−1.",
         ),
-        (
-            lambda A: float(np.sum(np.diag(A, -1))),
+        _score_mistake(
+            "previous_token_score",
+            "from-t-2",
+            "float(np.mean(np.diag(A, -1)[1:]))",
+            ("starts at t = 2",),
+            "`previous_token_score` starts at t = 2; t = 1 has a previous token too.",
+        ),
+        _score_mistake(
+            "previous_token_score",
+            "wraps-round",
+            "float(A[np.arange(len(A)), np.arange(len(A)) - 1].mean())",
+            ("wraps round",),
+            "`previous_token_score` includes t = 0, where t−1 = −1 wraps round to the last "
+            "column: start at t = 1.",
+        ),
+        _score_mistake(
+            "previous_token_score",
+            "sum",
+            "float(np.sum(np.diag(A, -1)))",
+            ("the mean",),
             "`previous_token_score` returns a sum; the score is the mean over t ≥ 1.",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loop",
+            """
+            def previous_token_score(A):
+                return float(np.mean([A[t, t - 1] for t in range(1, len(A))]))
+            """,
+        ),
+        Alternative(
+            "diag",
+            """
+            def previous_token_score(A):
+                return np.diag(A, k=-1).mean()
+            """,
         ),
     ],
 )
 def previous_token_score(A):
-    t = _rows(A)
+    t = np.arange(1, len(A))
     return float(A[t, t - 1].mean())
 
 
@@ -118,22 +174,56 @@ def previous_token_score(A):
     shortcuts=_SCORE_TEMPLATES,
     cases=_pattern_cases,
     mistakes=[
-        (
-            lambda A: float(A[:, 0].mean()),
-            "`sink_score` includes t = 0, which can only look at key 0: average over t ≥ 1.",
+        _score_mistake(
+            "sink_score",
+            "includes-t-0",
+            "float(A[:, 0].mean())",
+            ("start at t = 1",),
+            "`sink_score` includes t = 0, which can only look at key 0: start at t = 1.",
         ),
-        (
-            lambda A: float(A[0, 1:].mean()),
+        _score_mistake(
+            "sink_score",
+            "row-0",
+            "float(A[0, 1:].mean())",
+            ("column 0",),
             "`sink_score` reads row 0; the sink is column 0, A[t, 0].",
         ),
-        (
-            lambda A: float(A[0].mean()),
+        _score_mistake(
+            "sink_score",
+            "mean-of-row-0",
+            "float(A[0].mean())",
+            ("column 0",),
             "`sink_score` averages row 0; the sink is column 0, A[t, 0].",
         ),
-        (lambda A: float(A[1:, 0].sum()), "`sink_score` returns a sum; the score is the mean."),
-        (
-            lambda A: float(A[1:, 1].mean()),
+        _score_mistake(
+            "sink_score",
+            "sum",
+            "float(A[1:, 0].sum())",
+            ("the mean",),
+            "`sink_score` returns a sum; the score is the mean over t ≥ 1.",
+        ),
+        _score_mistake(
+            "sink_score",
+            "column-1",
+            "float(A[1:, 1].mean())",
+            ("column 1",),
             "`sink_score` reads column 1; the first token is column 0.",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "mean",
+            """
+            def sink_score(A):
+                return np.mean(A[1:, 0])
+            """,
+        ),
+        Alternative(
+            "sum-over-count",
+            """
+            def sink_score(A):
+                return A[:, 0][1:].sum() / (A.shape[0] - 1)
+            """,
         ),
     ],
 )
@@ -142,12 +232,23 @@ def sink_score(A):
 
 
 def _induction_cases(rng):
-    for L in (2, 3, int(rng.integers(5, 20))):
+    for L in (4, 2, 3, int(rng.integers(5, 20))):  # L = 4 first: t−1, t−L+2, t−L all differ
         yield (_pattern(rng, 2 * L + 1), L)
 
 
-def _second_copy(L):
-    return np.arange(L + 1, 2 * L + 1)
+def _induction_mistake(label, rows, cols, says, message=None, reduce="mean"):
+    """An induction score that reads A[rows, cols] (``t`` is the second copy, L the period)."""
+    return Mistake(
+        label,
+        f"""
+        def induction_score(A, period):
+            L = period
+            t = np.arange(L + 1, 2 * L + 1)
+            return float(A[{rows}, {cols}].{reduce}())
+        """,
+        says=says,
+        message=message,
+    )
 
 
 @exercise(
@@ -155,42 +256,89 @@ def _second_copy(L):
     shortcuts=_SCORE_TEMPLATES,
     cases=_induction_cases,
     mistakes=[
-        (
-            lambda A, L: float(A[_second_copy(L), _second_copy(L) - L].mean()),
+        _induction_mistake(
+            "earlier-copy",
+            "t",
+            "t - L",
+            ("earlier copy of the current token",),
             "`induction_score` reads A[t, t−L], the earlier copy of the current token; an "
             "induction head attends to the token after it, t−L+1.",
         ),
-        (
-            lambda A, L: float(A[_second_copy(L), _second_copy(L) - L + 2].mean()),
+        _induction_mistake(
+            "one-too-far-right",
+            "t",
+            "t - L + 2",
+            ("one column too far",),
             "`induction_score` reads A[t, t−L+2], one column too far right; use t−L+1.",
         ),
-        (
-            lambda A, L: float(A[np.arange(L, 2 * L + 1), np.arange(L, 2 * L + 1) - L + 1].mean()),
-            "`induction_score` includes t = L, the last query of the first copy; the second copy "
-            "is t = L+1 … 2L.",
+        _induction_mistake(
+            "previous-token",
+            "t",
+            "t - 1",
+            ("the previous token",),
+            "`induction_score` reads A[t, t−1], the previous token; an induction head looks at "
+            "the token after the earlier copy of the current one: t−L+1.",
         ),
-        (
-            lambda A, L: float(A[np.arange(L + 1, 2 * L), np.arange(L + 1, 2 * L) - L + 1].mean()),
+        _induction_mistake(
+            "includes-t-L",
+            "np.arange(L, 2 * L + 1)",
+            "np.arange(L, 2 * L + 1) - L + 1",
+            ("includes t = L",),
+            "`induction_score` includes t = L, the last query of the first copy; the second "
+            "copy is t = L+1 … 2L.",
+        ),
+        _induction_mistake(
+            "stops-early",
+            "t[:-1]",
+            "t[:-1] - L + 1",
+            ("stops at t = 2L−1",),
             "`induction_score` stops at t = 2L−1; the second copy runs to t = 2L inclusive.",
         ),
-        (
-            lambda A, L: float(
-                A[np.arange(L + 2, 2 * L + 1), np.arange(L + 2, 2 * L + 1) - L + 1].mean()
-            ),
+        _induction_mistake(
+            "starts-late",
+            "t[1:]",
+            "t[1:] - L + 1",
+            ("starts at t = L+2",),
             "`induction_score` starts at t = L+2; the second copy starts at t = L+1.",
         ),
-        (
-            lambda A, L: float(A[_second_copy(L) - L + 1, _second_copy(L)].mean()),
-            "`induction_score` swaps row and column: the query t is the row, A[t, t−L+1].",
+        _induction_mistake(
+            "swapped",
+            "t - L + 1",
+            "t",
+            ("row and column swapped",),
+            "`induction_score` reads above the diagonal (row and column swapped?): the query "
+            "t is the row, A[t, t−L+1].",
         ),
-        (
-            lambda A, L: float(A[_second_copy(L), _second_copy(L) - L + 1].sum()),
-            "`induction_score` returns a sum; the score is the mean over the second copy.",
+        _induction_mistake(
+            "sum",
+            "t",
+            "t - L + 1",
+            ("the sum",),
+            "`induction_score` returns the sum; the score is the mean over the second copy.",
+            reduce="sum",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "diagonal",
+            """
+            def induction_score(A, period):
+                return float(np.diagonal(A, offset=1 - period)[-period:].mean())
+            """,
+        ),
+        Alternative(
+            "loop",
+            """
+            def induction_score(A, period):
+                return float(
+                    np.mean([A[t, t - period + 1] for t in range(period + 1, 2 * period + 1)])
+                )
+            """,
         ),
     ],
 )
 def induction_score(A, period):
-    t = _second_copy(period)
+    t = np.arange(period + 1, 2 * period + 1)
     return float(A[t, t - period + 1].mean())
 
 
@@ -211,68 +359,102 @@ def _ij(T):
     return np.arange(T)[:, None], np.arange(T)[None, :]
 
 
-def _window_too_wide(T, window, n_sink=0):
-    i, j = _ij(T)
-    return _mask_from((j <= i) & ((i - j <= window) | (j < n_sink)))
+def _window_mistake(label, allowed, says, message=None, fill="-np.inf", returned=None):
+    """A window mask built from ``allowed`` (source text, over index grids i and j)."""
+    return Mistake(
+        label,
+        f"""
+        def sliding_window_mask(T, window, n_sink=0):
+            i = np.arange(T)[:, None]
+            j = np.arange(T)[None, :]
+            allowed = {allowed}
+            return {returned or f"np.where(allowed, 0.0, {fill})"}
+        """,
+        says=says,
+        message=message,
+    )
 
 
-def _window_too_narrow(T, window, n_sink=0):
-    i, j = _ij(T)
-    return _mask_from((j <= i) & ((i - j < window - 1) | (j < n_sink)))
-
-
-def _window_not_causal(T, window, n_sink=0):
-    i, j = _ij(T)
-    return _mask_from((np.abs(i - j) < window) | ((j < n_sink) & (j <= i)))
-
-
-def _sinks_not_causal(T, window, n_sink=0):
-    i, j = _ij(T)
-    return _mask_from(((j <= i) & (i - j < window)) | (j < n_sink))
-
-
-def _sinks_ignored(T, window, n_sink=0):
-    i, j = _ij(T)
-    return _mask_from((j <= i) & (i - j < window))
-
-
-def _boolean(T, window, n_sink=0):
-    i, j = _ij(T)
-    return ((j <= i) & ((i - j < window) | (j < n_sink))).astype(float)
+_ALLOWED = "(j <= i) & ((i - j < window) | (j < n_sink))"
 
 
 @exercise(
     "sliding_window_mask",
     cases=_mask_cases,
     mistakes=[
-        (
-            _window_too_wide,
-            "`sliding_window_mask` lets each query see window + 1 keys (i − j ≤ "
-            "window); the window includes the query itself: i − j < window.",
+        _window_mistake(
+            "too-wide",
+            "(j <= i) & ((i - j <= window) | (j < n_sink))",
+            ("includes the query itself",),
+            "`sliding_window_mask` lets each query see window + 1 keys (i − j ≤ window); the "
+            "window includes the query itself: i − j < window.",
         ),
-        (
-            _window_too_narrow,
-            "`sliding_window_mask` lets each query see window − 1 keys; the window "
-            "includes the query itself: i − j < window.",
+        _window_mistake(
+            "too-narrow",
+            "(j <= i) & ((i - j < window - 1) | (j < n_sink))",
+            ("includes the query itself",),
+            "`sliding_window_mask` lets each query see window − 1 keys; the window includes "
+            "the query itself: i − j < window.",
         ),
-        (
-            _window_not_causal,
+        _window_mistake(
+            "not-causal",
+            "(np.abs(i - j) < window) | ((j < n_sink) & (j <= i))",
+            ("j ≤ i",),
             "`sliding_window_mask` lets queries see future keys: also require j ≤ i.",
         ),
-        (
-            _sinks_not_causal,
-            "`sliding_window_mask` shows the sink keys to earlier queries (query 0 "
-            "sees key 1): the sink columns must stay causal, j ≤ i.",
+        _window_mistake(
+            "sinks-not-causal",
+            "((j <= i) & (i - j < window)) | (j < n_sink)",
+            ("j ≤ i",),
+            "`sliding_window_mask` shows the sink keys to earlier queries (query 0 sees key "
+            "1): the sink columns must stay causal, j ≤ i.",
         ),
-        (
-            _sinks_ignored,
-            "`sliding_window_mask` ignores n_sink: the first n_sink keys stay visible "
-            "to every later query.",
+        _window_mistake(
+            "sinks-ignored",
+            "(j <= i) & (i - j < window)",
+            ("ignores n_sink",),
+            "`sliding_window_mask` ignores n_sink: the first n_sink keys stay visible to every "
+            "later query.",
         ),
-        (
-            _boolean,
-            "`sliding_window_mask` returns 1/0 (True/False); the mask is additive: 0.0 where "
-            "a query may look, -np.inf where it may not.",
+        _window_mistake(
+            "one-zero",
+            _ALLOWED,
+            ("1/0",),
+            "`sliding_window_mask` returned a 1/0 (True/False) mask; the mask is additive: "
+            "0.0 where a query may look, -np.inf where it may not.",
+            returned="allowed.astype(float)",
+        ),
+        _window_mistake("boolean", _ALLOWED, ("additive",), returned="allowed"),
+        _window_mistake(
+            "minus-1e9",
+            _ALLOWED,
+            ("-np.inf exactly",),
+            "`sliding_window_mask` uses -1e+09 where a query may not look; use -np.inf exactly.",
+            fill="-1e9",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loops",
+            """
+            def sliding_window_mask(T, window, n_sink=0):
+                M = np.full((T, T), -np.inf)
+                for i in range(T):
+                    for j in range(i + 1):
+                        if i - j < window or j < n_sink:
+                            M[i, j] = 0.0
+                return M
+            """,
+        ),
+        Alternative(
+            "triangles",
+            """
+            def sliding_window_mask(T, window, n_sink=0):
+                ones = np.ones((T, T), dtype=bool)
+                band = np.tril(ones) & ~np.tril(ones, -window)
+                band[:, :n_sink] |= np.tril(ones)[:, :n_sink]
+                return np.where(band, 0.0, float("-inf"))
+            """,
         ),
     ],
 )

@@ -4,7 +4,9 @@ The grader listens on a socket in the kernel's IPC folder and accepts exactly on
 made here before any student code runs; then it stops listening. Frames go out as events
 happen (from any thread, one frame at a time); :meth:`Channel.ask` waits for the grader's
 reply. If student code closes or replaces the socket, sending fails silently here and the
-grader, missing its end-of-cell markers, flags the notebook as tampered.
+grader, missing its end-of-cell markers, flags the notebook as tampered. The bytes sent are
+counted, so the recorders stay within what the grader accepts from one kernel in all
+(``wire.LIMITS.stream_bytes``): an honest kernel never trips that limit.
 """
 
 import socket
@@ -22,9 +24,11 @@ class Channel:
         self.owner = None  # the thread writing a frame right now
         self.pending: list[bytes] = []  # frames sent while that thread was writing one
         self.broken = False
+        self.sent = 0  # bytes of every frame so far, pending ones included
 
     def _exchange(self, data: bytes, reply: bool):
         me = threading.get_ident()
+        self.sent += len(data)
         if self.owner == me:  # e.g. an audit event raised while this thread writes a frame
             self.pending.append(data)
             return None
@@ -60,6 +64,14 @@ class Channel:
 
 
 CHANNEL: Channel | None = None
+# Kept for the small frames that follow a record (markers, log lines, the last cell's).
+RESERVE = 8 * 2**20
+
+
+def room() -> int:
+    """Bytes a record may still take of the stream's total."""
+    sent = CHANNEL.sent if CHANNEL is not None else 0
+    return max(wire.LIMITS.stream_bytes - sent - RESERVE, 0)
 
 
 def connect(path: str) -> Channel:

@@ -80,8 +80,14 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _RELAYS = re.compile(r"(^<frozen |/ctypes/|/numpy/ctypeslib|/cffi/)")
 
 
+MAX_LOGS = 200  # log lines one kernel sends (the grader keeps as many): a loop cannot flood
+_LOGGED = [0]
+
+
 def log(kind: str, detail: str) -> None:
-    channel.send({"k": "log", "kind": kind, "detail": detail[:300]})
+    if _LOGGED[0] < MAX_LOGS:
+        _LOGGED[0] += 1
+        channel.send({"k": "log", "kind": kind, "detail": detail[:300]})
 
 
 def _under(path: str, roots: tuple) -> bool:

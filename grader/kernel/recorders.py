@@ -10,7 +10,8 @@ A record holds, for every call, the arguments as they were before the call, what
 or raised, the arguments it changed in place (so the judge can show the same failure as
 Validate), its parameter names, and the whole-solution shortcuts it was seen calling.
 Every value is encoded with ``grader.wire`` as soon as it exists, against one budget per
-record; a value that does not fit becomes a stand-in saying so.
+record (at most one frame, and what is left of the stream's total); a value that does not
+fit becomes a stand-in saying so.
 """
 
 import ast
@@ -46,12 +47,9 @@ class _Record:
 
     def __init__(self):
         limits = wire.LIMITS
+        size = min(limits.frame_bytes, channel.room()) - self.MARGIN
         self.budget = wire.Budget(
-            replace(
-                limits,
-                frame_bytes=limits.frame_bytes - self.MARGIN,
-                entries=limits.entries - 1000,
-            )
+            replace(limits, frame_bytes=max(size, 0), entries=limits.entries - 1000)
         )
 
     def value(self, value) -> bytes:

@@ -1,0 +1,266 @@
+"""Visible checks for notebook 09 (KV cache, eviction, attention without T×T).
+
+No reference solution: hand-worked examples (scores chosen so the softmax weights are
+simple fractions), and properties of the learner's own function (position 0 sees only
+itself, earlier rows ignore later positions, the block size does not change the result,
+the memory of one call stays far below the whole score matrix).
+"""
+
+import numpy as np
+
+from attnlib.checks._core import (
+    CheckFailed,
+    as_array,
+    call,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    passed,
+)
+from attnlib.cost import peak_bytes
+
+_LN3 = np.log(3.0)
+_PROJECT_HINT = "Projections are `q = W_Q x` (as `project`): for all rows at once, `X @ W_Q.T`."
+
+
+def _known(out, wrongs, name, what):
+    """Raise the message of the first hand-worked wrong answer ``out`` matches."""
+    for wrong, message in wrongs:
+        if np.shape(out) == np.shape(wrong) and np.allclose(out, wrong, atol=1e-8):
+            raise CheckFailed(f"`{name}` {what}: {message}")
+
+
+# ---------------------------------------------------------------- decode_with_cache
+def _decode(fn, X, W_Q, W_K, W_V):
+    name = "decode_with_cache"
+    try:
+        out = call(fn, X, W_Q, W_K, W_V, name=name)
+    except CheckFailed as err:
+        if "isn't written yet" in str(err):
+            raise
+        raise CheckFailed(
+            f"{err} At position 0 the cache must already hold k_0 and v_0 (append, then "
+            f"attend). {_PROJECT_HINT}"
+        ) from None
+    T, d_v = len(X), len(W_V)
+    return expect_shape(
+        out,
+        (T, d_v),
+        name,
+        hint={
+            (T, len(W_Q)): "That is one query or key per position: return the attention "
+            "output, one value-sized row per position.",
+            (d_v,): "That is one row: return every position's output, [T, d_v].",
+            (T, T): "That is a [T, T] matrix (the weights?): return weights @ values.",
+        }.get(np.shape(out), ""),
+    )
+
+
+def _cumulative_means(V):
+    """Row t: the mean of V[0..t] (uniform causal attention)."""
+    return np.cumsum(V, axis=0) / np.arange(1, len(V) + 1)[:, None]
+
+
+def check_decode_with_cache(decode_with_cache):
+    name = "decode_with_cache"
+    rng = np.random.default_rng(9)
+    T, d_model, d_k, d_v = 6, 5, 4, 3  # all different, so a swapped axis shows in the shape
+    X = rng.normal(size=(T, d_model))  # [T, d_model]
+    W_Q, W_K = rng.normal(size=(2, d_k, d_model))  # [d_k, d_model] each
+    W_V = rng.normal(size=(d_v, d_model))  # [d_v, d_model]
+    V = X @ W_V.T  # [T, d_v]: every position's value
+
+    out = _decode(decode_with_cache, X, W_Q, W_K, W_V)
+    expect_finite(out, name)
+    if not np.allclose(out[0], V[0]):
+        raise CheckFailed(
+            f"`{name}`: position 0 can only see itself, so its output must be its own value "
+            "v_0 = W_V x_0. Does it attend to later positions too (no causality)?"
+        )
+    later = X.copy()
+    later[3:] = rng.normal(size=(T - 3, d_model))
+    if not np.allclose(_decode(decode_with_cache, later, W_Q, W_K, W_V)[:3], out[:3]):
+        raise CheckFailed(
+            f"`{name}`: changing positions 3… changed the outputs of positions 0–2. "
+            "Position t may only attend to the cache of positions ≤ t (no causality?)."
+        )
+
+    # W_Q = 0: every score is 0, so position t averages v_0 … v_t.
+    flat = _decode(decode_with_cache, X, np.zeros_like(W_Q), W_K, W_V)
+    misses_self = np.vstack([V[:1], _cumulative_means(V)[:-1]])
+    _known(
+        flat,
+        [
+            (
+                misses_self,
+                "position t sees only positions < t, it misses itself. Append k_t and v_t "
+                "to the cache before attending from q_t.",
+            ),
+            (np.tile(V.mean(0), (T, 1)), "attends to every position (no causality)."),
+        ],
+        name,
+        "with W_Q = 0 (every score 0)",
+    )
+    expect_close(
+        flat,
+        _cumulative_means(V),
+        name,
+        hint="With W_Q = 0 every score is 0, so position t's output is the plain mean of "
+        "v_0 … v_t.",
+    )
+
+    # Worked by hand: d_k = 4, x_0 = 0 and |x_1|² = 2 ln 3, identity projections. Query 1
+    # scores [0, 2 ln 3]; divided by √4 that is [0, ln 3]: weights [1/4, 3/4], out_1 = ¾ x_1.
+    X2 = np.zeros((2, 4))
+    X2[1, 0] = np.sqrt(2 * _LN3)
+    eye = np.eye(4)
+    out2 = _decode(decode_with_cache, X2, eye, eye, eye)
+    _known(
+        out2[1],
+        [
+            (0.9 * X2[1], "the scores are not scaled: divide q · k by np.sqrt(d_k)."),
+            (
+                np.sqrt(3) / (1 + np.sqrt(3)) * X2[1],
+                "the scores are divided by d_k; divide by np.sqrt(d_k) instead.",
+            ),
+            (0.5 * X2[1], "position 1 weighs its two keys equally: are the scores used?"),
+        ],
+        name,
+        "on a hand-worked example",
+    )
+    expect_close(
+        out2[1],
+        0.75 * X2[1],
+        name,
+        hint="Scores divided by √d_k = 2 are [0, ln 3], so the weights are [1/4, 3/4].",
+    )
+
+    big = _decode(decode_with_cache, 40.0 * X, W_Q, W_K, W_V)
+    expect_finite(
+        big,
+        name,
+        hint="Large scores overflow np.exp: subtract the largest score of the row first.",
+    )
+    passed(name)
+
+
+# ---------------------------------------------------------------- online_softmax_attention
+def _online(fn, Q, K, V, block_size):
+    name = "online_softmax_attention"
+    out = call(fn, Q, K, V, block_size, name=name)
+    return expect_shape(
+        out,
+        (len(Q), V.shape[1]),
+        name,
+        hint={
+            (len(Q), len(K)): "That is [T_q, T_k], the weights: return them @ V.",
+            (V.shape[1],): "That is one row: return one output row per query.",
+        }.get(np.shape(as_array(out, name)), ""),
+    )
+
+
+def _block_means(V, block_size):
+    return np.mean([V[s : s + block_size].mean(0) for s in range(0, len(V), block_size)], 0)
+
+
+def check_online_softmax_attention(online_softmax_attention):
+    name = "online_softmax_attention"
+    fn = online_softmax_attention
+    rng = np.random.default_rng(9)
+    T_q, T_k, d_k, d_v = 3, 10, 4, 2  # blocks of 4: 4 + 4 + 2 keys
+
+    # K = 0: every score is 0, every query averages all values.
+    V = rng.normal(size=(T_k, d_v))
+    flat = _online(fn, rng.normal(size=(T_q, d_k)), np.zeros((T_k, d_k)), V, 4)
+    _known(
+        flat,
+        [
+            (
+                np.tile(_block_means(V, 4), (T_q, 1)),
+                "normalises each block on its own and averages the blocks; keep one running "
+                "sum over all blocks and divide once at the end.",
+            ),
+            (np.tile(V[:8].mean(0), (T_q, 1)), "drops the shorter last block (keys 8–9)."),
+        ],
+        name,
+        "with K = 0 (every score 0), blocks of 4 over 10 keys",
+    )
+    expect_close(
+        flat,
+        np.tile(V.mean(0), (T_q, 1)),
+        name,
+        hint="With every score 0 each query's output is the mean of all 10 value rows.",
+    )
+
+    # Worked by hand: scaled scores [0, 0 | ln 3, ln 3] in blocks of 2, so the weights are
+    # [1, 1, 3, 3] / 8 and the output [2, 6] / 8. The maximum grows in the second block.
+    q = np.array([[1.0, 0.0, 0.0, 0.0]])
+    K = np.zeros((4, 4))
+    K[2:, 0] = 2 * _LN3  # q · k = 2 ln 3, divided by √4
+    V2 = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    late = _online(fn, q, K, V2, 2)
+    _known(
+        late,
+        [
+            (
+                np.array([[0.5, 0.5]]),
+                "the maximum grew in the second block but what was summed under the old "
+                "maximum was not rescaled: multiply the running sum and the accumulated "
+                "output by exp(m_old − m_new).",
+            ),
+            (
+                np.array([[0.75, 0.75]]),
+                "rescales the running sum but not the accumulated output when the maximum "
+                "grows: multiply both by exp(m_old − m_new).",
+            ),
+            (np.array([[0.1, 0.9]]), "the scores are not scaled: divide Q Kᵀ by np.sqrt(d_k)."),
+        ],
+        name,
+        "on scores that grow in a later block",
+    )
+    expect_close(
+        late,
+        np.array([[0.25, 0.75]]),
+        name,
+        hint="Scaled scores [0, 0, ln 3, ln 3] give weights [1, 1, 3, 3] / 8.",
+    )
+    K[2:, 0] = 1600.0  # scaled scores [0, 0, 800, 800]: all the weight on the second block
+    huge = _online(fn, q, K, V2, 2)
+    expect_finite(
+        huge,
+        name,
+        hint="The second block's scores are 800 above the first's: np.exp overflows unless "
+        "you subtract the running maximum, updated block by block.",
+    )
+    expect_close(huge, np.array([[0.0, 1.0]]), name, hint="exp(−800) is 0 in float64.")
+
+    Q3, K3, V3 = rng.normal(size=(5, 3)), rng.normal(size=(T_k, 3)), rng.normal(size=(T_k, 2))
+    by_block = {b: _online(fn, Q3, K3, V3, b) for b in (1, 3, 10, 64)}
+    for b, out in by_block.items():
+        expect_close(
+            out,
+            by_block[10],
+            name + f" with block_size={b}",
+            hint="The result must not depend on the block size (block_size=10 is one block "
+            "holding every key).",
+            atol=1e-9,
+            rtol=1e-9,
+        )
+    expect_finite(
+        _online(fn, 30.0 * Q3, 30.0 * K3, V3, 4),
+        name,
+        hint="Large scores overflow np.exp: exponentiate scores minus the running maximum.",
+    )
+
+    # The score matrix must dwarf the inputs and the output (4 MiB against 70 KiB), so that
+    # whatever else a call allocates, such as copies of Q, K, V, cannot look like it.
+    T_q, T_k = 256, 2048
+    Q4, K4, V4 = rng.normal(size=(T_q, 2)), rng.normal(size=(T_k, 2)), rng.normal(size=(T_k, 2))
+    used, whole = peak_bytes(fn, Q4, K4, V4, 64), T_q * T_k * 8
+    if used > whole / 2:
+        raise CheckFailed(
+            f"`{name}` allocated {used / 1024:.0f} KiB for {T_q} queries and {T_k} keys, as "
+            f"much as the whole [T_q, T_k] score matrix ({whole / 1024:.0f} KiB): compute the "
+            "scores one block of keys at a time, never all at once."
+        )
+    passed(name)

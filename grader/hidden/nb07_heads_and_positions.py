@@ -1,0 +1,623 @@
+"""Hidden checks and the mistake catalogue for notebook 07 (heads and positions)."""
+
+import numpy as np
+
+from grader.hidden import Alternative, Mistake, exercise
+
+# The helper package's own versions, and torch's: each would be the whole exercise in one call.
+MODEL_HEADS = {"attnlib": {"CausalSelfAttention", "TinyTransformer"}}
+TORCH_ATTENTION = {
+    "scaled_dot_product_attention",
+    "MultiheadAttention",
+    "multi_head_attention_forward",
+}
+
+
+def _softmax(S):
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+def _causal(T):
+    return np.where(np.triu(np.ones((T, T), dtype=bool), k=1), -np.inf, 0.0)
+
+
+def _random_mask(rng, T):
+    """Finite values and some −inf entries; every query keeps at least one key."""
+    M = rng.normal(size=(T, T))
+    blocked = rng.random((T, T)) < 0.4
+    blocked[np.arange(T), rng.integers(0, T, size=T)] = False
+    return np.where(blocked, -np.inf, M)
+
+
+# --------------------------------------------------------------------------- split_heads
+
+
+def _split_cases(rng):
+    for lead, T, d_model, n_heads in [
+        ((), 5, 12, 3),
+        ((), 4, 8, 2),
+        ((2,), 3, 8, 4),
+        ((2, 3), 4, 6, 2),
+        ((), 3, 6, 6),
+        ((3,), 2, 10, 1),
+    ]:
+        yield rng.normal(size=(*lead, T, d_model)), n_heads
+
+
+@exercise(
+    "split_heads",
+    cases=_split_cases,
+    shortcuts=MODEL_HEADS,
+    mistakes=[
+        Mistake(
+            "reshape-no-transpose",
+            """
+            def split_heads(X, n_heads):
+                *lead, T, d_model = X.shape
+                if d_model % n_heads:
+                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+                return X.reshape(*lead, n_heads, T, d_model // n_heads)
+            """,
+            says=("transpose",),
+            message="`split_heads` reshapes straight to [n_heads, T, d_head], which mixes "
+            "positions: reshape to [..., T, n_heads, d_head], then transpose the heads axis "
+            "in front of T.",
+        ),
+        Mistake(
+            "interleaved",
+            """
+            def split_heads(X, n_heads):
+                *lead, T, d_model = X.shape
+                if d_model % n_heads:
+                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+                H = X.reshape(*lead, T, d_model // n_heads, n_heads)  # head h: columns h::n
+                return np.moveaxis(H, -1, -3)
+            """,
+            says=("interleaved",),
+            message="`split_heads` gives head h every n_heads-th column (interleaved "
+            "columns); head h is the block of columns h*d_head:(h+1)*d_head.",
+        ),
+        Mistake(
+            "heads-after-T",
+            """
+            def split_heads(X, n_heads):
+                *lead, T, d_model = X.shape
+                if d_model % n_heads:
+                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+                return X.reshape(*lead, T, n_heads, d_model // n_heads)
+            """,
+            says=("axis",),
+            message="`split_heads` returns [..., T, n_heads, d_head]: put the heads axis "
+            "before T, [..., n_heads, T, d_head].",
+        ),
+        Mistake(
+            "numpy-error-only",
+            """
+            def split_heads(X, n_heads):
+                *lead, T, d_model = X.shape
+                H = X.reshape(*lead, T, n_heads, d_model // n_heads)
+                return np.swapaxes(H, -2, -3)
+            """,
+            says=("ValueError", "both numbers"),
+            caught_by="visible",  # raising is judged by the visible check only
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "slices",
+            """
+            def split_heads(X, n_heads):
+                d_model = X.shape[-1]
+                if d_model % n_heads:
+                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+                d_head = d_model // n_heads
+                return np.stack([X[..., h * d_head:(h + 1) * d_head] for h in range(n_heads)],
+                                axis=-3)
+            """,
+        ),
+        Alternative(
+            "np-split",
+            """
+            def split_heads(X, n_heads):
+                if X.shape[-1] % n_heads != 0:
+                    raise ValueError(
+                        f"d_model = {X.shape[-1]} is not a multiple of n_heads = {n_heads}")
+                return np.stack(np.split(X, n_heads, axis=-1), axis=-3)
+            """,
+        ),
+    ],
+)
+def split_heads(X, n_heads):
+    *lead, T, d_model = X.shape
+    if d_model % n_heads:
+        raise ValueError(f"n_heads = {n_heads} does not divide d_model = {d_model}")
+    H = X.reshape(*lead, T, n_heads, d_model // n_heads)  # [..., T, n_heads, d_head]
+    return np.swapaxes(H, -2, -3)  # [..., n_heads, T, d_head]
+
+
+# --------------------------------------------------------------------------- merge_heads
+
+
+def _merge_cases(rng):
+    for shape in [(3, 5, 4), (2, 4, 3), (2, 4, 6, 2), (2, 3, 2, 5, 4), (1, 6, 8), (5, 2, 1)]:
+        yield (rng.normal(size=shape),)
+
+
+@exercise(
+    "merge_heads",
+    cases=_merge_cases,
+    shortcuts=MODEL_HEADS,
+    mistakes=[
+        Mistake(
+            "reshape-no-transpose",
+            """
+            def merge_heads(H):
+                *lead, n_heads, T, d_head = H.shape
+                return H.reshape(*lead, T, n_heads * d_head)
+            """,
+            says=("transpose",),
+            message="`merge_heads` reshapes [n_heads, T, d_head] straight to "
+            "[T, n_heads*d_head], which mixes positions: transpose to [..., T, n_heads, "
+            "d_head] first, then reshape.",
+        ),
+        Mistake(
+            "interleaved",
+            """
+            def merge_heads(H):
+                *lead, n_heads, T, d_head = H.shape
+                return np.moveaxis(H, -3, -1).reshape(*lead, T, n_heads * d_head)
+            """,
+            says=("interleaved",),
+            message="`merge_heads` leaves the heads' columns interleaved; head h must fill "
+            "the block of columns h*d_head:(h+1)*d_head.",
+        ),
+        Mistake(
+            "stacked-along-T",
+            """
+            def merge_heads(H):
+                return np.concatenate([H[..., h, :, :] for h in range(H.shape[-3])], axis=-2)
+            """,
+            says=("last axis",),
+            message="`merge_heads` stacks the heads along T; put them side by side along the "
+            "last axis: [..., T, n_heads*d_head].",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "concatenate",
+            """
+            def merge_heads(H):
+                return np.concatenate([H[..., h, :, :] for h in range(H.shape[-3])], axis=-1)
+            """,
+        ),
+        Alternative(
+            "loops",
+            """
+            def merge_heads(H):
+                *lead, n_heads, T, d_head = H.shape
+                out = np.zeros((*lead, T, n_heads * d_head))
+                for h in range(n_heads):
+                    for t in range(T):
+                        out[..., t, h * d_head:(h + 1) * d_head] = H[..., h, t, :]
+                return out
+            """,
+        ),
+    ],
+)
+def merge_heads(H):
+    *lead, n_heads, T, d_head = H.shape
+    return np.swapaxes(H, -2, -3).reshape(*lead, T, n_heads * d_head)  # [..., T, d_model]
+
+
+# --------------------------------------------------------------------------- multi_head_attention
+
+
+def _mha_cases(rng):
+    for lead, T, d_model, n_heads, mask in [
+        ((), 5, 8, 2, "causal"),
+        ((), 6, 12, 3, None),
+        ((2,), 4, 8, 4, "causal"),
+        ((), 7, 6, 2, "random"),
+        ((2, 2), 3, 8, 2, "random"),
+        ((), 4, 16, 1, "causal"),
+        ((), 5, 8, 2, None),
+    ]:
+        X = rng.normal(size=(*lead, T, d_model))
+        W_Q, W_K, W_V, W_O = rng.normal(size=(4, d_model, d_model)) / np.sqrt(d_model) * 2
+        M = {None: None, "causal": _causal(T), "random": _random_mask(rng, T)}[mask]
+        yield X, W_Q, W_K, W_V, W_O, n_heads, M
+
+
+@exercise(
+    "multi_head_attention",
+    cases=_mha_cases,
+    shortcuts={**MODEL_HEADS, "torch": TORCH_ATTENTION},
+    mistakes=[
+        Mistake(
+            "reshape-no-transpose",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                *lead, T, d_model = X.shape
+                d_head = d_model // n_heads
+                Q, K, V = ((X @ W.T).reshape(*lead, n_heads, T, d_head) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_head)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return (A @ V).reshape(*lead, T, d_model) @ W_O.T, A
+            """,
+            says=("transpose",),
+            message="`multi_head_attention` reshapes [T, d_model] straight to [n_heads, T, "
+            "d_head], which mixes positions: reshape to [..., T, n_heads, d_head], then "
+            "transpose (or use your `split_heads` and `merge_heads`).",
+        ),
+        Mistake(
+            "interleaved",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                *lead, T, d_model = X.shape
+                d_head = d_model // n_heads
+                def cut(Z):  # head h: columns h, h + n_heads, ...
+                    return np.moveaxis(Z.reshape(*lead, T, d_head, n_heads), -1, -3)
+                Q, K, V = (cut(X @ W.T) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_head)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                out = np.moveaxis(A @ V, -3, -1).reshape(*lead, T, d_model)
+                return out @ W_O.T, A
+            """,
+            says=("interleaved",),
+            message="`multi_head_attention` gives head h every n_heads-th column of Q, K and "
+            "V (interleaved columns); head h is the block of columns h*d_head:(h+1)*d_head.",
+        ),
+        Mistake(
+            "sqrt-d-model",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("√d_model", "√d_head"),
+            message="`multi_head_attention` divides the scores by √d_model; each head "
+            "divides by √d_head, the size of its own queries and keys.",
+        ),
+        Mistake(
+            "unscaled",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("√d_head",),
+            message="`multi_head_attention` does not scale the scores: divide each head's "
+            "scores by √d_head.",
+        ),
+        Mistake(
+            "no-W_O",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V), A
+            """,
+            says=("W_O",),
+            message="`multi_head_attention` forgets W_O: after merging the heads, mix them "
+            "with `@ W_O.T`.",
+        ),
+        Mistake(
+            "one-softmax",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=(-3, -1), keepdims=True))
+                A = E / E.sum(axis=(-3, -1), keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("across all heads",),
+            message="`multi_head_attention` takes one softmax across all heads; each head's "
+            "rows must sum to 1 on their own (softmax over the last axis).",
+        ),
+        Mistake(
+            "mask-ignored",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("mask",),
+            message="`multi_head_attention` ignores the mask: add it to every head's scores "
+            "before the softmax.",
+        ),
+        Mistake(
+            "no-transpose-of-W",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O, A
+            """,
+            says=("X @ W.T",),
+            message="`multi_head_attention` uses X @ W; the weights are [out, in], as in "
+            "nn.Linear: use X @ W.T (and @ W_O.T).",
+        ),
+        Mistake(
+            "weights-heads-after-T",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, np.swapaxes(A, -3, -2)
+            """,
+            says=("axis",),
+            message="`multi_head_attention` returns the weights as [..., T, n_heads, T]: the "
+            "heads axis comes first, [..., n_heads, T, T].",
+        ),
+        Mistake(
+            "weights-averaged",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, A.mean(axis=-3)
+            """,
+            says=("every head",),
+            message="`multi_head_attention` returns the weights averaged over the heads; "
+            "return every head's weights, [..., n_heads, T, T].",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loop-over-heads",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                d_head = X.shape[-1] // n_heads
+                outs, weights = [], []
+                for h in range(n_heads):
+                    rows = slice(h * d_head, (h + 1) * d_head)  # head h's rows of each W
+                    Q, K, V = X @ W_Q[rows].T, X @ W_K[rows].T, X @ W_V[rows].T
+                    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_head)
+                    if mask is not None:
+                        S = S + mask
+                    E = np.exp(S - S.max(axis=-1, keepdims=True))
+                    A = E / E.sum(axis=-1, keepdims=True)
+                    outs.append(A @ V)
+                    weights.append(A)
+                return np.concatenate(outs, axis=-1) @ W_O.T, np.stack(weights, axis=-3)
+            """,
+        ),
+        Alternative(
+            "einsum",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(np.einsum("...td,od->...to", X, W), n_heads)
+                           for W in (W_Q, W_K, W_V))
+                S = np.einsum("...hqd,...hkd->...hqk", Q, K) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                out = merge_heads(np.einsum("...hqk,...hkd->...hqd", A, V))
+                return np.einsum("...td,od->...to", out, W_O), A
+            """,
+        ),
+        Alternative(
+            "torch-softmax",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                import torch
+
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = torch.from_numpy(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+                if mask is not None:
+                    S = S + torch.from_numpy(np.asarray(mask, dtype=float))
+                A = torch.softmax(S, dim=-1).numpy()
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+        ),
+    ],
+)
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+    Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))  # [..., h, T, d_head]
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # [..., h, T, T]
+    if mask is not None:
+        S = S + mask  # [T, T], the same for every head
+    A = _softmax(S)  # [..., h, T, T]
+    return merge_heads(A @ V) @ W_O.T, A  # [..., T, d_model], [..., h, T, T]
+
+
+# --------------------------------------------------------------------------- rope
+
+
+def _rope_cases(rng):
+    for lead, T, d, positions, base in [
+        ((), 5, 8, "arange", 10000.0),
+        ((), 6, 4, "random", 10000.0),
+        ((2,), 4, 6, "shifted", 100.0),
+        ((2, 3), 3, 8, "random", 10.0),
+        ((), 4, 2, "random", 10000.0),
+        ((), 7, 16, "arange", 500.0),
+    ]:
+        pos = {
+            "arange": np.arange(T),
+            "random": rng.integers(0, 200, size=T),
+            "shifted": np.arange(T) + 1000,
+        }[positions]
+        yield rng.normal(size=(*lead, T, d)), pos, base
+
+
+@exercise(
+    "rope",
+    cases=_rope_cases,
+    shortcuts={**MODEL_HEADS, "attnlib": {"rope", *MODEL_HEADS["attnlib"]}},
+    mistakes=[
+        Mistake(
+            "halves",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
+                    -np.arange(0, d, 2) / d)
+                cos, sin = np.cos(angle), np.sin(angle)
+                x1, x2 = X[..., : d // 2], X[..., d // 2:]  # pairs (i, i + d/2): rotate_half
+                return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+            """,
+            says=("halves", "neighbours"),
+            message="`rope` rotates the pairs (i, i + d/2), the halves convention "
+            "(rotate_half, as GPT-NeoX and many LLaMA codes): this course pairs neighbours "
+            "(2i, 2i+1), as `attnlib.model.rope`.",
+        ),
+        Mistake(
+            "wrong-direction",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
+                    -np.arange(0, d, 2) / d)
+                cos, sin = np.cos(angle), np.sin(angle)
+                out = np.empty(X.shape)
+                out[..., 0::2] = X[..., 0::2] * cos + X[..., 1::2] * sin
+                out[..., 1::2] = -X[..., 0::2] * sin + X[..., 1::2] * cos
+                return out
+            """,
+            says=("direction",),
+            message="`rope` rotates in the wrong direction: out₂ᵢ = x₂ᵢ cos − x₂ᵢ₊₁ sin, "
+            "out₂ᵢ₊₁ = x₂ᵢ sin + x₂ᵢ₊₁ cos.",
+        ),
+        Mistake(
+            "exponent-i-over-d",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
+                    -np.arange(d // 2) / d)
+                cos, sin = np.cos(angle), np.sin(angle)
+                out = np.empty(X.shape)
+                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
+                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
+                return out
+            """,
+            says=("exponent",),
+            message="`rope` uses the wrong frequency exponent: pair i turns at "
+            "base ** (-2i/d), i = 0 … d/2 − 1.",
+        ),
+        Mistake(
+            "exponent-positive",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
+                    np.arange(0, d, 2) / d)
+                cos, sin = np.cos(angle), np.sin(angle)
+                out = np.empty(X.shape)
+                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
+                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
+                return out
+            """,
+            says=("exponent",),
+            message="`rope` uses the wrong frequency exponent (base ** (+2i/d)): pair i turns "
+            "at base ** (-2i/d), slower for larger i.",
+        ),
+        Mistake(
+            "positions-ignored",
+            """
+            def rope(X, positions, base=10000.0):
+                T, d = X.shape[-2:]
+                angle = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)
+                cos, sin = np.cos(angle), np.sin(angle)
+                out = np.empty(X.shape)
+                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
+                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
+                return out
+            """,
+            says=("positions",),
+            message="`rope` ignores `positions` (it rotates row t by t): use positions[t].",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "complex-numbers",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                z = X[..., 0::2] + 1j * X[..., 1::2]  # pair i as one complex number
+                theta = base ** (-np.arange(0, d, 2) / d)
+                z = z * np.exp(1j * np.outer(positions, theta))  # turn by the angle
+                return np.stack([z.real, z.imag], axis=-1).reshape(X.shape)
+            """,
+        ),
+        Alternative(
+            "loops",
+            """
+            def rope(X, positions, base=10000.0):
+                import math
+
+                d = X.shape[-1]
+                out = np.array(X, dtype=float)
+                for t, p in enumerate(positions):
+                    for i in range(d // 2):
+                        a = p * base ** (-2 * i / d)
+                        x, y = X[..., t, 2 * i], X[..., t, 2 * i + 1]
+                        out[..., t, 2 * i] = x * math.cos(a) - y * math.sin(a)
+                        out[..., t, 2 * i + 1] = x * math.sin(a) + y * math.cos(a)
+                return out
+            """,
+        ),
+        Alternative(
+            "rotation-matrices",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                angle = np.outer(positions, base ** (-np.arange(0, d, 2) / d))  # [T, d/2]
+                c, s = np.cos(angle), np.sin(angle)
+                R = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)  # [T, d/2, 2, 2]
+                pairs = X.reshape(*X.shape[:-1], d // 2, 2)
+                return np.einsum("tiab,...tib->...tia", R, pairs).reshape(X.shape)
+            """,
+        ),
+    ],
+)
+def rope(X, positions, base=10000.0):
+    d = X.shape[-1]
+    angle = np.asarray(positions, dtype=float)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    cos, sin = np.cos(angle), np.sin(angle)  # [T, d/2]
+    x_even, x_odd = X[..., 0::2], X[..., 1::2]  # the pairs (x_2i, x_2i+1)
+    out = np.empty(np.shape(X))
+    out[..., 0::2] = x_even * cos - x_odd * sin
+    out[..., 1::2] = x_even * sin + x_odd * cos
+    return out

@@ -1,0 +1,413 @@
+"""Hidden checks and the mistake catalogue for notebook 09 (KV cache, eviction, attention
+without the T×T matrix)."""
+
+import numpy as np
+
+from grader.hidden import Alternative, Mistake, exercise
+
+_ATTENTION_IN_ONE_CALL = {"scaled_dot_product_attention", "MultiheadAttention"}
+_ATTENTION_IN_ONE_CALL |= {"multi_head_attention_forward"}
+
+
+def _decode_cases(rng):
+    """A square case first (W and Wᵀ both fit, so a transposed projection is named), then
+    sizes that all differ, one position alone, and scores that overflow an unshifted exp."""
+    for T, d_model, d_k, d_v in [(5, 4, 4, 4), (7, 5, 4, 3), (12, 6, 8, 2), (1, 3, 2, 5)]:
+        X = rng.normal(size=(T, d_model))
+        W_Q, W_K = rng.normal(size=(2, d_k, d_model))
+        yield X, W_Q, W_K, rng.normal(size=(d_v, d_model))
+    X = rng.normal(size=(9, 6)) * 12
+    yield X, rng.normal(size=(4, 6)) * 3, rng.normal(size=(4, 6)) * 3, rng.normal(size=(3, 6))
+
+
+@exercise(
+    "decode_with_cache",
+    cases=_decode_cases,
+    atol=1e-9,
+    rtol=1e-7,
+    shortcuts={
+        "torch": _ATTENTION_IN_ONE_CALL,
+        "attnlib": {"CachedDecoder", "LayerCache", "CausalSelfAttention"},
+    },
+    mistakes=[
+        Mistake(
+            "appends-after-attending",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                d_k = W_Q.shape[0]
+                keys, values, out = [W_K @ X[0]], [W_V @ X[0]], [W_V @ X[0]]
+                for x in X[1:]:
+                    q = W_Q @ x
+                    K, V = np.array(keys), np.array(values)
+                    s = K @ q / np.sqrt(d_k)
+                    w = np.exp(s - s.max())
+                    out.append(w / w.sum() @ V)
+                    keys.append(W_K @ x)
+                    values.append(W_V @ x)
+                return np.array(out)
+            """,
+            says=("misses itself", "before attending"),
+            message="`decode_with_cache` attends before appending, so position t misses "
+            "itself: append k_t and v_t to the cache before attending from q_t.",
+        ),
+        Mistake(
+            "attends-to-an-empty-cache",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                d_k = W_Q.shape[0]
+                keys, values, out = [], [], []
+                for x in X:
+                    q = W_Q @ x
+                    s = np.array(keys) @ q / np.sqrt(d_k)
+                    w = np.exp(s - s.max())
+                    out.append(w / w.sum() @ np.array(values))
+                    keys.append(W_K @ x)
+                    values.append(W_V @ x)
+                return np.array(out)
+            """,
+            says=("append, then attend",),
+            caught_by="visible",  # it raises: the hidden check reports the error itself
+        ),
+        Mistake(
+            "no-scaling",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                keys, values, out = [], [], []
+                for x in X:
+                    q = W_Q @ x
+                    keys.append(W_K @ x)
+                    values.append(W_V @ x)
+                    s = np.array(keys) @ q
+                    w = np.exp(s - s.max())
+                    out.append(w / w.sum() @ np.array(values))
+                return np.array(out)
+            """,
+            says=("np.sqrt(d_k)",),
+            message="`decode_with_cache` does not scale the scores: divide q · k by np.sqrt(d_k).",
+        ),
+        Mistake(
+            "no-causality",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                d_k = W_Q.shape[0]
+                K, V = X @ W_K.T, X @ W_V.T
+                out = []
+                for x in X:
+                    s = K @ (W_Q @ x) / np.sqrt(d_k)
+                    w = np.exp(s - s.max())
+                    out.append(w / w.sum() @ V)
+                return np.array(out)
+            """,
+            says=("no causality",),
+            message="`decode_with_cache` lets every position attend to every position (no "
+            "causality): position t may only see the cache of positions ≤ t.",
+        ),
+        Mistake(
+            "overflows",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                d_k = W_Q.shape[0]
+                keys, values, out = [], [], []
+                for x in X:
+                    q = W_Q @ x
+                    keys.append(W_K @ x)
+                    values.append(W_V @ x)
+                    w = np.exp(np.array(keys) @ q / np.sqrt(d_k))
+                    out.append(w / w.sum() @ np.array(values))
+                return np.array(out)
+            """,
+            says=("overflow", "largest score"),
+            message="`decode_with_cache` overflows for large scores: subtract the largest "
+            "score of the row before np.exp.",
+        ),
+        Mistake(
+            "transposed-projections",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                d_k = W_Q.shape[0]
+                keys, values, out = [], [], []
+                for x in X:
+                    q = x @ W_Q
+                    keys.append(x @ W_K)
+                    values.append(x @ W_V)
+                    s = np.array(keys) @ q / np.sqrt(d_k)
+                    w = np.exp(s - s.max())
+                    out.append(w / w.sum() @ np.array(values))
+                return np.array(out)
+            """,
+            says=("X @ W_Q.T",),
+            message="`decode_with_cache` multiplies by Wᵀ (x @ W): projections are "
+            "q = W_Q x, i.e. X @ W_Q.T for all rows.",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "preallocated-cache",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                T, d_k = len(X), W_Q.shape[0]
+                K_cache = np.empty((T, d_k))
+                V_cache = np.empty((T, W_V.shape[0]))
+                out = np.empty((T, W_V.shape[0]))
+                for t in range(T):
+                    K_cache[t], V_cache[t] = W_K @ X[t], W_V @ X[t]
+                    s = K_cache[: t + 1] @ (W_Q @ X[t]) / np.sqrt(d_k)
+                    w = np.exp(s - s.max())
+                    out[t] = w @ V_cache[: t + 1] / w.sum()
+                return out
+            """,
+        ),
+        Alternative(
+            "scalar-loops",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                import math
+
+                d_k = len(W_Q)
+                keys, values, out = [], [], []
+                for x in X:
+                    q = [float(w @ x) for w in W_Q]
+                    keys.append([float(w @ x) for w in W_K])
+                    values.append([float(w @ x) for w in W_V])
+                    s = [sum(a * b for a, b in zip(q, k)) / math.sqrt(d_k) for k in keys]
+                    e = [math.exp(v - max(s)) for v in s]
+                    out.append([sum(e[j] * values[j][i] for j in range(len(e))) / sum(e)
+                                for i in range(len(W_V))])
+                return np.array(out)
+            """,
+        ),
+        Alternative(
+            "projections-first",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                Q, K, V = X @ W_Q.T, X @ W_K.T, X @ W_V.T
+                rows = []
+                for t in range(len(X)):
+                    s = K[: t + 1] @ Q[t] / np.sqrt(Q.shape[1])
+                    w = np.exp(s - np.max(s))
+                    rows.append((w / np.sum(w)) @ V[: t + 1])
+                return np.stack(rows)
+            """,
+        ),
+    ],
+)
+def decode_with_cache(X, W_Q, W_K, W_V):
+    Q, K, V = X @ W_Q.T, X @ W_K.T, X @ W_V.T  # [T, d_k], [T, d_k], [T, d_v]
+    S = Q @ K.T / np.sqrt(W_Q.shape[0]) + np.triu(np.full((len(X),) * 2, -np.inf), 1)
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True) @ V
+
+
+def _online_cases(rng):
+    """Uneven last blocks, one block holding every key, a block larger than T_k, scores
+    whose maximum grows block after block, and a maximum far above the first blocks'
+    (exp of the stale difference overflows unless the maximum is updated)."""
+    for T_q, T_k, d_k, d_v, block in [(5, 130, 8, 3, 64), (7, 64, 4, 5, 64), (3, 50, 6, 2, 7)]:
+        yield (*(rng.normal(size=s) for s in [(T_q, d_k), (T_k, d_k), (T_k, d_v)]), block)
+    yield rng.normal(size=(4, 3)), rng.normal(size=(9, 3)), rng.normal(size=(9, 3)), 100
+    Q, V = rng.normal(size=(6, 4)), rng.normal(size=(40, 2))
+    growing = np.linspace(0.0, 6.0, 40)[:, None] * np.sign(Q.sum(0))  # [40, 4]
+    yield Q, growing + 0.1 * rng.normal(size=(40, 4)), V, 8
+    Q = np.abs(rng.normal(size=(3, 4))) + 0.5
+    K = rng.normal(size=(70, 4)) * 0.3
+    K[-6:] = 400.0  # in the last block, scores far above everything before
+    yield Q, K, rng.normal(size=(70, 5)), 16
+    yield rng.normal(size=(5, 8)) * 6, rng.normal(size=(33, 8)) * 6, rng.normal(size=(33, 4)), 5
+
+
+@exercise(
+    "online_softmax_attention",
+    cases=_online_cases,
+    atol=1e-9,
+    rtol=1e-7,
+    shortcuts={"torch": _ATTENTION_IN_ONE_CALL, "attnlib": {"CausalSelfAttention"}},
+    mistakes=[
+        Mistake(
+            "no-rescaling",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                m = np.full(len(Q), -np.inf)
+                l = np.zeros(len(Q))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for s in range(0, len(K), block_size):
+                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+                    m = np.maximum(m, S.max(axis=1))
+                    P = np.exp(S - m[:, None])
+                    l = l + P.sum(axis=1)
+                    acc = acc + P @ V[s : s + block_size]
+                return acc / l[:, None]
+            """,
+            says=("rescale", "exp(m_old − m_new)"),
+            message="`online_softmax_attention` does not rescale when the running maximum "
+            "grows: multiply the running sum and the accumulated output by exp(m_old − m_new).",
+        ),
+        Mistake(
+            "rescales-the-sum-only",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                m = np.full(len(Q), -np.inf)
+                l = np.zeros(len(Q))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for s in range(0, len(K), block_size):
+                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+                    m_new = np.maximum(m, S.max(axis=1))
+                    P = np.exp(S - m_new[:, None])
+                    l = l * np.exp(m - m_new) + P.sum(axis=1)
+                    acc = acc + P @ V[s : s + block_size]
+                    m = m_new
+                return acc / l[:, None]
+            """,
+            says=("accumulated output",),
+            message="`online_softmax_attention` rescales the running sum but not the "
+            "accumulated output when the maximum grows: multiply both by exp(m_old − m_new).",
+        ),
+        Mistake(
+            "averages-normalised-blocks",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                outs = []
+                for s in range(0, len(K), block_size):
+                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+                    P = np.exp(S - S.max(axis=1, keepdims=True))
+                    outs.append(P / P.sum(axis=1, keepdims=True) @ V[s : s + block_size])
+                return np.mean(outs, axis=0)
+            """,
+            says=("each block on its own", "averages"),
+            message="`online_softmax_attention` normalises each block on its own and "
+            "averages the blocks; keep one running sum over all blocks and divide at the end.",
+        ),
+        Mistake(
+            "no-scaling",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                m = np.full(len(Q), -np.inf)
+                l = np.zeros(len(Q))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for s in range(0, len(K), block_size):
+                    S = Q @ K[s : s + block_size].T
+                    m_new = np.maximum(m, S.max(axis=1))
+                    P = np.exp(S - m_new[:, None])
+                    l = l * np.exp(m - m_new) + P.sum(axis=1)
+                    acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
+                    m = m_new
+                return acc / l[:, None]
+            """,
+            says=("np.sqrt(d_k)",),
+            message="`online_softmax_attention` does not scale the scores: divide Q Kᵀ by "
+            "np.sqrt(d_k).",
+        ),
+        Mistake(
+            "drops-the-last-block",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                m = np.full(len(Q), -np.inf)
+                l = np.zeros(len(Q))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for b in range(max(1, len(K) // block_size)):
+                    s = b * block_size
+                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+                    m_new = np.maximum(m, S.max(axis=1))
+                    P = np.exp(S - m_new[:, None])
+                    l = l * np.exp(m - m_new) + P.sum(axis=1)
+                    acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
+                    m = m_new
+                return acc / l[:, None]
+            """,
+            says=("last block",),
+            message="`online_softmax_attention` drops the shorter last block: "
+            "`range(0, T_k, block_size)` visits it.",
+        ),
+        Mistake(
+            "keeps-the-first-maximum",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                m = (Q @ K[:block_size].T / np.sqrt(Q.shape[1])).max(axis=1)
+                l = np.zeros(len(Q))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for s in range(0, len(K), block_size):
+                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+                    P = np.exp(S - m[:, None])
+                    l = l + P.sum(axis=1)
+                    acc = acc + P @ V[s : s + block_size]
+                return acc / l[:, None]
+            """,
+            says=("overflow", "running maximum"),
+            message="`online_softmax_attention` overflows when a later block holds much "
+            "larger scores: update the running maximum block by block (and rescale).",
+        ),
+        Mistake(
+            "whole-score-matrix",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                S = Q @ K.T / np.sqrt(Q.shape[1])
+                P = np.exp(S - S.max(axis=1, keepdims=True))
+                return P @ V / P.sum(axis=1, keepdims=True)
+            """,
+            says=("whole [T_q, T_k] score matrix",),
+            caught_by="visible",  # exact, so only its memory gives it away (in the kernel)
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "per-query-scalars",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                out = np.empty((len(Q), V.shape[1]))
+                for i, q in enumerate(Q):
+                    m, l, acc = -np.inf, 0.0, np.zeros(V.shape[1])
+                    for s in range(0, len(K), block_size):
+                        scores = K[s : s + block_size] @ q / np.sqrt(len(q))
+                        m_new = max(m, float(scores.max()))
+                        p = np.exp(scores - m_new)
+                        l = l * np.exp(m - m_new) + p.sum()
+                        acc = acc * np.exp(m - m_new) + p @ V[s : s + block_size]
+                        m = m_new
+                    out[i] = acc / l
+                return out
+            """,
+        ),
+        Alternative(
+            "two-passes",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                blocks = range(0, len(K), block_size)
+                scale = np.sqrt(Q.shape[1])
+                m = np.max([(Q @ K[s : s + block_size].T).max(1) for s in blocks], 0) / scale
+                l, acc = 0.0, 0.0
+                for s in blocks:
+                    P = np.exp(Q @ K[s : s + block_size].T / scale - m[:, None])
+                    l, acc = l + P.sum(1), acc + P @ V[s : s + block_size]
+                return acc / l[:, None]
+            """,
+        ),
+        Alternative(
+            "einsum-and-splits",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                n_blocks = -(-len(K) // block_size)
+                m = np.full(len(Q), -np.inf)
+                l, acc = np.zeros(len(Q)), np.zeros((len(Q), V.shape[-1]))
+                for Kb, Vb in zip(np.array_split(K, n_blocks), np.array_split(V, n_blocks)):
+                    S = np.einsum("qd,kd->qk", Q, Kb) / np.sqrt(Q.shape[-1])
+                    m_new = np.maximum(m, S.max(-1))
+                    P = np.exp(S - m_new[:, None])
+                    l = np.exp(m - m_new) * l + P.sum(-1)
+                    acc = np.exp(m - m_new)[:, None] * acc + np.einsum("qk,kv->qv", P, Vb)
+                    m = m_new
+                return acc / l[:, None]
+            """,
+        ),
+    ],
+)
+def online_softmax_attention(Q, K, V, block_size=64):
+    m = np.full(len(Q), -np.inf)  # [T_q] running maximum
+    row_sum = np.zeros(len(Q))  # [T_q] running sum of exp(score − m)
+    acc = np.zeros((len(Q), V.shape[1]))  # [T_q, d_v]
+    for s in range(0, len(K), block_size):
+        S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])  # [T_q, block]
+        m_new = np.maximum(m, S.max(axis=1))
+        P = np.exp(S - m_new[:, None])
+        row_sum = row_sum * np.exp(m - m_new) + P.sum(axis=1)
+        acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
+        m = m_new
+    return acc / row_sum[:, None]

@@ -1,0 +1,59 @@
+"""The one test idiom for every exercise's catalogue (``grader.hidden``'s Mistake and
+Alternative entries): each mistake fails the checks it names with the words it names, each
+alternative passes every check. A notebook's test module takes both tests with
+
+    test_mistake_is_named, test_alternative_passes = catalogue_tests("01_soft_lookup")
+"""
+
+import importlib
+
+import pytest
+
+from attnlib.checks import CheckFailed
+from grader.hidden import catalogue, compile_answer, verify
+
+
+def visible_check(notebook: str, exercise: str):
+    """``attnlib.checks.nbNN_slug.check_<exercise>``."""
+    return getattr(importlib.import_module(f"attnlib.checks.nb{notebook}"), f"check_{exercise}")
+
+
+def failures(notebook: str, exercise: str, fn) -> dict[str, str]:
+    """{"visible": message, "hidden": message} of the checks that fail on ``fn``."""
+    found = {}
+    runs = {"visible": visible_check(notebook, exercise), "hidden": lambda f: verify(exercise, f)}
+    for which, run in runs.items():
+        try:
+            run(fn)
+        except CheckFailed as err:
+            found[which] = str(err)
+    return found
+
+
+def _params(notebook: str, kind: str) -> list:
+    return [
+        pytest.param(name, entry, id=f"{name}-{entry.label}")
+        for name, ex in catalogue(notebook).items()
+        for entry in getattr(ex, kind)
+    ]
+
+
+def catalogue_tests(notebook: str):
+    """The two catalogue tests of ``notebook``, parametrized over its entries."""
+
+    @pytest.mark.parametrize(("exercise", "mistake"), _params(notebook, "mistakes"))
+    def test_mistake_is_named(exercise, mistake, solution):
+        fn = compile_answer(mistake.source, exercise, solution(notebook))
+        found = failures(notebook, exercise, fn)
+        wanted = ("visible", "hidden") if mistake.caught_by == "both" else (mistake.caught_by,)
+        for which in wanted:
+            assert which in found, f"the {which} check passes {mistake.label!r}: {found}"
+            missing = [w for w in mistake.says if w.lower() not in found[which].lower()]
+            assert not missing, f"{which} message lacks {missing}: {found[which]!r}"
+
+    @pytest.mark.parametrize(("exercise", "alternative"), _params(notebook, "alternatives"))
+    def test_alternative_passes(exercise, alternative, solution):
+        fn = compile_answer(alternative.source, exercise, solution(notebook))
+        assert failures(notebook, exercise, fn) == {}
+
+    return test_mistake_is_named, test_alternative_passes

@@ -1,0 +1,168 @@
+"""`make formgrader` in a real browser: the instructor grades a written answer by hand.
+
+Starts the command `make formgrader OUT=...` runs (read from the Makefile) on the small
+graded class (``fixtures/small_class.py``), drives Debian's Chromium through formgrader's
+pages as an instructor clicks them, gives alice's written answer its points, runs
+`make totals` and reads them in ``totals.csv``. It also checks the instructor's launch shows
+nbgrader's instructor tools, and that formgrader's Autograde button refuses (stock
+``nbgrader autograde`` would run student code unsandboxed) and points to the course grader.
+"""
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN, copy_out
+from test_browser import CHROMIUM, SHOTS, STEP, Lab, browser, nbgrader_tools
+
+from grader.course import REPO_ROOT, release_path
+from grader.formgrader import prepare
+
+MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+
+
+def _recipe(target: str, out) -> list[str]:
+    """What `make <target> OUT=out` runs."""
+    line = re.search(rf"^{target}:.*\n\t(.+)$", MAKEFILE, re.M).group(1)
+    words = line.replace("$(PY)", sys.executable).replace("$(OUT)", str(out)).split()
+    assert "$(" not in " ".join(words), f"unexpected make variable in `{target}`: {line}"
+    return words
+
+
+@pytest.fixture(scope="module")
+def formgrader(small_class, tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
+    server = Lab(_recipe("formgrader", small_class), REPO_ROOT, tmp_path_factory.mktemp("home"))
+    server.out = small_class
+    yield server
+    server.stop()
+    assert server.proc.returncode is not None, "the formgrader server is still running"
+
+
+@pytest.fixture(scope="module")
+def page(formgrader, tmp_path_factory):
+    url = f"{formgrader.url}/formgrader?token={formgrader.token}"
+    with browser(url, tmp_path_factory.mktemp("chromium")) as page:
+        yield page
+
+
+def _graded_notebook(out, student):
+    return out / "nbgrader" / "autograded" / student / NB / f"{NB}.ipynb"
+
+
+def test_formgrader_lists_assignments_and_submissions(formgrader, page):
+    page.goto(f"{formgrader.url}/formgrader/manage_assignments")
+    row = page.locator("#main-table tr", has_text=NB)
+    row.wait_for()
+    page.screenshot(path=SHOTS / "formgrader-1-assignments.png")
+    assert row.locator(".num-submissions a").inner_text() == str(len(STUDENTS))
+    assert page.locator("#warning-exchange").count() == 0, "formgrader warns about the exchange"
+    assert [a["name"] for a in formgrader.api("formgrader/api/assignments")] == [NB]
+
+    page.get_by_role("link", name="Manual Grading").first.click()
+    page.get_by_role("link", name=NB).first.click()  # the assignment
+    page.get_by_role("link", name=NB).first.click()  # its notebook
+    _show_names(page)
+    shown = page.locator("#main-table tr").all_inner_texts()
+    page.screenshot(path=SHOTS / "formgrader-2-submissions.png")
+    assert len(shown) == len(STUDENTS), shown
+    assert all(any(s in row for row in shown) for s in STUDENTS), shown
+
+
+def _show_names(page):
+    """On a notebook's submissions page: wait for the list, then show the students' names."""
+    page.locator("#main-table tr", has_text="Submission #").first.wait_for()
+    page.get_by_text("Show All Names").click()
+    page.locator("#main-table a", has_text=next(iter(STUDENTS))).first.wait_for()
+
+
+def test_hand_entered_points_reach_totals(formgrader, page):
+    page.goto(f"{formgrader.url}/formgrader/gradebook/{NB}/{NB}")
+    _show_names(page)
+    page.locator("#main-table a", has_text="alice").first.click()
+    score = page.locator(f"input.score#{WRITTEN.grade_id}")
+    score.wait_for()
+    score.fill(f"{WRITTEN.max_points:g}")
+    score.press("Tab")  # formgrader saves on change
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.score-saved')].some(e => e.offsetParent)",
+        timeout=STEP,
+    )
+    page.screenshot(path=SHOTS / "formgrader-3-points.png")
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    proc = subprocess.run(["make", "-s", "totals", f"OUT={formgrader.out}"], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with open(formgrader.out / "totals.csv", newline="") as fh:
+        alice = next(r for r in csv.DictReader(fh) if r["student"] == "alice")
+    assert alice[NB] == f"{AUTOGRADED + WRITTEN.max_points:g}", alice
+    assert alice["pending_hand_grading"] == "0", alice
+
+
+def test_instructor_launch_shows_the_instructor_tools(formgrader, page):
+    assert formgrader.page_config()["disabledExtensions"] == [], "the instructor sees all"
+    page.goto(f"{formgrader.url}/lab")
+    page.locator("#jp-MainMenu").get_by_text("Nbgrader", exact=True).wait_for()
+    page.wait_for_timeout(2000)  # the plugins add their menu items as they start
+    shown = nbgrader_tools(page)
+    page.screenshot(path=SHOTS / "formgrader-4-instructor-lab.png")
+    assert {"Formgrader", "Course List", "Create assignment"} <= set(shown["menu"]), shown
+    assert any("Create Assignment" in t for t in shown["sidebar"]), shown
+
+
+def test_autograde_button_refuses_and_points_to_the_course_grader(formgrader, page):
+    graded = {s: _graded_notebook(formgrader.out, s).read_bytes() for s in STUDENTS}
+    for student in STUDENTS:  # laid out for formgrader, so stock autograde would run it
+        assert (formgrader.out / "nbgrader" / "submitted" / student / NB / f"{NB}.ipynb").is_file()
+    page.goto(f"{formgrader.url}/formgrader/manage_submissions/{NB}")
+    for student in STUDENTS:
+        page.locator("#main-table tr", has_text=student).locator(".autograde a").click()
+        modal = page.locator("#error-modal")
+        modal.wait_for()
+        said = modal.inner_text()
+        page.screenshot(path=SHOTS / f"formgrader-5-autograde-{student}.png")
+        assert "outside the course grader's sandbox" in said, said
+        assert f"make grade SUBMISSIONS=<folder> OUT={formgrader.out}" in said, said
+        modal.get_by_role("button", name="OK").click()
+        modal.wait_for(state="detached")
+    for student, before in graded.items():
+        assert _graded_notebook(formgrader.out, student).read_bytes() == before, student
+
+
+def test_prepare_lays_out_nbgrader_s_folders_and_the_profile(small_class, tmp_path):
+    """What `make formgrader` adds to OUT before it starts the server (no browser needed)."""
+    out = copy_out(small_class, tmp_path / "out")
+    root = out / "nbgrader"
+    shutil.rmtree(root / "submitted", ignore_errors=True)
+    _graded_notebook(out, "bob").unlink()  # as if bob had not handed notebook 01 in
+    profile = prepare(out)
+    assert (root / "source" / NB / f"{NB}.ipynb").read_bytes() == release_path(NB).read_bytes()
+    laid_out = nbformat.read(root / "submitted" / "alice" / NB / f"{NB}.ipynb", as_version=4)
+    assert not any(c.get("outputs") for c in laid_out.cells if c.cell_type == "code")
+    answers = [c.source for c in laid_out.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert answers and all("NotImplementedError" not in a for a in answers)
+    assert not (root / "submitted" / "bob").exists()
+    page_config = json.loads((profile / "labconfig" / "page_config.json").read_text())
+    assert set(page_config["disabledExtensions"].values()) == {False}
+    server = json.loads((profile / "jupyter_server_config.json").read_text())
+    assert server["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"]
+    config = (profile / "nbgrader_config.py").read_text()
+    assert (
+        f"c.Exchange.root = {str(root / 'exchange')!r}" in config and (root / "exchange").is_dir()
+    )
+    assert "c.Autograde.exporter_class = 'grader.formgrader.CourseGraderOnly'" in config
+
+
+def test_formgrader_on_a_folder_that_was_never_graded(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "grader", "formgrader", str(tmp_path)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {tmp_path} holds no graded")
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -1,0 +1,133 @@
+"""Hand-entered points reach the outputs (`make totals`) and the LMS export (`make export`).
+
+Each test works on its own copy of the small graded class (``fixtures/small_class.py``):
+alice's written answer waits for hand grading, bob wrote none.
+"""
+
+import csv
+import subprocess
+import sys
+import time
+
+import pytest
+from fixtures.small_class import AUTOGRADED, NB, WRITTEN, copy_out, give_points
+
+from grader.course import REPO_ROOT
+from grader.export import CANVAS_COLUMNS
+
+MAX = AUTOGRADED + WRITTEN.max_points
+
+
+def _cli(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    if check:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def _csv(path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture
+def out(small_class, tmp_path):
+    return copy_out(small_class, tmp_path / "out")
+
+
+def test_totals_carries_hand_entered_points_into_every_output(out):
+    waiting = _cli("totals", out).stdout
+    assert "1 of 2 written answers have points; 1 still to grade" in waiting, waiting
+    before = {r["student"]: r for r in _csv(out / "totals.csv")}
+    assert before["alice"]["pending_hand_grading"] == f"{WRITTEN.max_points:g}"
+    give_points(out, "alice", 1.5)
+    results = sorted((out / "work" / "results").rglob("*.json"))
+    stamps = [p.stat().st_mtime_ns for p in results]
+    start = time.monotonic()
+    proc = _cli("totals", out)
+    print(f"totals took {time.monotonic() - start:.1f} s")  # measured; the target is in bench
+    assert "2 of 2 written answers have points" in proc.stdout, proc.stdout
+    assert "still to grade" not in proc.stdout
+    assert [p.stat().st_mtime_ns for p in results] == stamps, "totals must not regrade"
+
+    totals = {r["student"]: r for r in _csv(out / "totals.csv")}
+    assert (totals["alice"][NB], totals["alice"]["pending_hand_grading"]) == (
+        f"{AUTOGRADED + 1.5:g}",
+        "0",
+    ), totals["alice"]
+    assert totals["bob"]["total"] == "0"
+    row = next(r for r in _csv(out / "grades.csv")
+               if r["student"] == "alice" and r["exercise"] == WRITTEN.grade_id)  # fmt: skip
+    assert (row["points"], row["message"]) == ("1.5", ""), row
+    feedback = (out / "feedback" / "alice.html").read_text()
+    assert f"<b>{AUTOGRADED + 1.5:g}</b> of {MAX:g}" in feedback
+    assert f"1.5 / {WRITTEN.max_points:g}" in feedback and "pending" not in feedback
+    stats = {r["exercise"]: r for r in _csv(out / "report" / "exercises.csv")}
+    assert stats[WRITTEN.grade_id]["scored"] == "2"  # alice's 1.5 and bob's 0
+
+
+def test_totals_on_a_folder_that_was_never_graded(tmp_path):
+    proc = _cli("totals", tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path} holds no graded class (no gradebook.db or work/results): "
+        "grade it first with `make grade SUBMISSIONS=... OUT=...`"
+    ]
+
+
+def test_canvas_export_has_canvas_s_import_format(out, tmp_path):
+    """Canvas's gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then one
+    column per assignment; a "Points Possible" row under the header (as Canvas exports it)."""
+    give_points(out, "alice", 2)
+    roster = tmp_path / "roster.csv"
+    roster.write_text(
+        "student,name,id,sis_user_id,sis_login_id,section\n"
+        'alice,"Liddell, Alice",101,S-1,alice@uni,Sec A\ncarol,Carol,103,S-3,carol@uni,Sec B\n'
+    )
+    proc = _cli("export", out, "--roster", roster)
+    with open(out / "canvas_grades.csv", newline="") as fh:
+        header, possible, *rows = list(csv.reader(fh))
+    assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", NB]
+    assert header[:5] == CANVAS_COLUMNS
+    assert possible[0].strip() == "Points Possible" and possible[1:5] == ["", "", "", ""]
+    assert possible[5] == f"{MAX:g}"
+    assert rows == [
+        ["Liddell, Alice", "101", "S-1", "alice@uni", "Sec A", f"{MAX:g}"],
+        ["bob", "", "", "", "", "0"],
+    ]
+    assert "not in the roster (ID columns blank): bob" in proc.stdout
+    assert "in the roster but not graded (left out): carol" in proc.stdout
+    assert _csv(out / "grades_long.csv") == [
+        {"student": "alice", "assignment": NB, "points": f"{MAX:g}", "max": f"{MAX:g}"},
+        {"student": "bob", "assignment": NB, "points": "0", "max": f"{MAX:g}"},
+    ]
+
+
+def test_export_without_roster_or_finished_grading_says_so(out):
+    proc = _cli("export", out)
+    with open(out / "canvas_grades.csv", newline="") as fh:
+        rows = list(csv.reader(fh))[2:]
+    assert rows == [["alice", "", "", "", "", ""], ["bob", "", "", "", "", "0"]]
+    assert "no --roster: the ID, SIS User ID, SIS Login ID and Section columns are blank" in (
+        proc.stdout
+    )
+    assert f"written answers still to grade: alice {NB} ({WRITTEN.grade_id})" in proc.stdout
+    assert _csv(out / "grades_long.csv")[0]["points"] == ""
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name,id\nalice,1\n", "columns must be student and any of"),
+        ("student,email\nalice,a@b\n", "(unknown: email)"),
+        ("student,id\nalice,1\nalice,2\n", "student 'alice' is listed twice"),
+    ],
+)
+def test_bad_roster_is_one_clear_line(out, tmp_path, text, message):
+    roster = tmp_path / "roster.csv"
+    roster.write_text(text)
+    proc = _cli("export", out, "--roster", roster, check=False)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (out / "canvas_grades.csv").exists()
