@@ -23,6 +23,8 @@ resumes, regrading only what is missing; a killed grader takes its workers and k
 it (parent-death signals). Results are the same on every rerun (hidden inputs are seeded
 from the student and notebook; ``--seed`` changes them for everyone). Settings come from
 ``nbgrader_config.py`` (``c.GraderSettings``, see ``grader.settings``); options override them.
+With ``--scheduler ADDRESS`` the same jobs run on a Dask cluster instead of local worker
+processes (``grader.cluster``); everything else, OUT included, stays the same.
 """
 
 import json
@@ -91,6 +93,12 @@ def add_arguments(parser):
         "--fresh",
         action="store_true",
         help="regrade everything instead of resuming from OUT/work/results",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the Dask cluster whose scheduler is at ADDRESS, e.g. "
+        "tcp://head:8786 (default: worker processes on this machine)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -291,6 +299,11 @@ def run(args) -> int:
         _choose(args, [])  # unknown names fail before anything is written
     every_student, ignored = intake.student_entries(subs)
     entries = _choose_students(args, every_student)
+    run_jobs, workers = _run_pool, f"with {settings.jobs} workers"
+    if args.scheduler:  # connect before writing anything: an unreachable scheduler is one line
+        from grader import cluster
+
+        run_jobs, workers = cluster.connect(args.scheduler), f"on the cluster {args.scheduler}"
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -348,7 +361,7 @@ def run(args) -> int:
     scratch = tempfile.mkdtemp(prefix="attn-grade-")
     os.environ["TMPDIR"] = scratch  # the workers' private folders, removed below
     try:
-        _run_pool(todo, settings.jobs, on_result, progress)
+        run_jobs(todo, settings.jobs, on_result, progress)
     except KeyboardInterrupt:
         progress.close()
         print(
@@ -374,7 +387,7 @@ def run(args) -> int:
     flagged = sorted({r["student"] for r in ordered if r.get("flags")})
     print(
         f"graded {len(jobs)} notebooks of {len(students)} students in "
-        f"{monotonic() - start:.1f} s with {settings.jobs} workers ({reused} reused from an "
+        f"{monotonic() - start:.1f} s {workers} ({reused} reused from an "
         f"earlier run)" + (f"; {sum(times) / len(times):.1f} s per notebook" if times else "")
     )
     if not settings.sandbox:

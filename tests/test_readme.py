@@ -41,6 +41,13 @@ COVERED = {
     "make hub-end": ("tests/test_hub.py", '_recipe("hub-end", root, "")'),
     "python -m hub": ("tests/test_hub.py", '["python", "-m", "hub", *args]'),
     "conda activate attention-course": ("environment.yml", "name: attention-course"),
+    # "Grading a big class": the Dask cluster commands, run as shown by tests/test_cluster.py.
+    "dask scheduler": ("tests/test_cluster.py", '[DASK, "scheduler"'),
+    "DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker": (
+        "tests/test_cluster.py",
+        '"DASK_DISTRIBUTED__WORKER__DAEMON": "False"',
+    ),
+    "python -m grader autograde": ("tests/test_cluster.py", '"--scheduler", address'),
 }
 # What `make X` runs, for the make targets above.
 RECIPES = {
