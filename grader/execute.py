@@ -27,7 +27,7 @@ from time import monotonic
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, List
 
@@ -89,7 +89,7 @@ class SandboxedExecute(Execute):
     """nbgrader's Execute with a fault-tolerant, deadline-aware, sandboxed cell loop."""
 
     notebook_timeout = Integer(300, help="Seconds for the whole notebook.").tag(config=True)
-    max_output_chars = Integer(1_000_000, help="Output kept per cell.").tag(config=True)
+    max_output_chars = Integer(100_000, help="Output kept per cell.").tag(config=True)
     max_restarts = Integer(4, help="Kernel restarts before giving up.").tag(config=True)
 
     def __init__(self, **kwargs):
@@ -104,15 +104,18 @@ class SandboxedExecute(Execute):
 
     # -- output flood control
     def output(self, outs, msg, display_id, cell_index):
-        used = self._chars.get(cell_index, 0)
+        """Keep a cell's outputs up to the cap. A replay (after a restart) is capped apart:
+        its outputs are thrown away, so they neither count for the cell nor flag a flood."""
+        key = (cell_index, self.replaying)
+        used = self._chars.get(key, 0)
         content = msg.get("content", {})
         size = len(str(content.get("text", ""))) + len(json.dumps(content.get("data", {})))
         if used + size > self.max_output_chars:
-            if cell_index not in self.flooded:
+            if not self.replaying:
                 self.flooded.add(cell_index)
-                self._chars[cell_index] = self.max_output_chars
+            self._chars[key] = self.max_output_chars
             return None
-        self._chars[cell_index] = used + size
+        self._chars[key] = used + size
         return super().output(outs, msg, display_id, cell_index)
 
     # -- one kernel
@@ -162,8 +165,9 @@ class SandboxedExecute(Execute):
         """Execute ``nb`` in place; return {cell index: status}. ``plan.state_cells`` are
         replayed after a restart (cells that define the learner's names)."""
         self.nb = nb
-        self._chars: dict[int, int] = {}
+        self._chars: dict[tuple, int] = {}
         self.flooded: set[int] = set()
+        self.replaying = False
         deadline = monotonic() + self.notebook_timeout
 
         def timeout(
@@ -184,13 +188,16 @@ class SandboxedExecute(Execute):
             try:
                 with self.setup_kernel(cwd=plan.cwd, env=env, stderr=stderr):
                     sandbox.seal(self.ipc, plan.uid)
+                    self.replaying = True
                     for idx in list(replay):
                         current = idx
                         cell = nb.cells[idx].copy()
                         cell.outputs = []
+                        self._chars.pop((idx, True), None)
                         self.execute_cell(cell, idx, store_history=False)
                         if _timed_out(cell):
                             raise _Stuck(idx)
+                    self.replaying = False
                     current = None
                     while pending:
                         idx = current = pending[0]
@@ -209,7 +216,9 @@ class SandboxedExecute(Execute):
                         if idx in plan.state_cells:
                             replay.append(idx)
             except (DeadKernelError, _Stuck, RuntimeError, TimeoutError) as err:
-                died = not isinstance(err, _Stuck)
+                # nbgrader's Execute raises CellTimeoutError when the kernel stays busy past
+                # the cell's limit (nothing interrupts it): a timeout, not a crash.
+                died = not isinstance(err, (_Stuck, CellTimeoutError))
                 if current is not None and current in replay:  # failed on replay this time
                     replay.remove(current)
                     status[current] = {"status": "died" if died else "timeout"}
@@ -226,6 +235,7 @@ class SandboxedExecute(Execute):
                         status[rest] = {"status": "not-run", "evalue": "too many kernel restarts"}
                     pending = []
             finally:
+                self.replaying = False
                 self.km = None
                 self.kc = None
                 stream.close()

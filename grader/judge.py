@@ -36,8 +36,16 @@ from grader.kernel.recorders import TAMPERED, signature
 EXCEEDED = "grading exceeded its limits"
 STARTUP_SECONDS = 300  # for the first judging process of a worker (its server imports torch)
 # What every judging process starts with (forked from a server that imported them once):
-# the judge, the hidden checks, and what the notebooks' trusted imports cells import.
-PRELOAD = ["grader.judge", "grader.hidden", "attnlib.checks", "matplotlib.pyplot", "torch"]
+# the judge, the hidden checks, and what the notebooks' trusted imports cells import; first,
+# what makes the server die with its worker.
+PRELOAD = [
+    "grader.judge_server",
+    "grader.judge",
+    "grader.hidden",
+    "attnlib.checks",
+    "matplotlib.pyplot",
+    "torch",
+]
 
 
 class NotChecked(BaseException):
@@ -55,11 +63,11 @@ class Record:
     """A decoded record: typed accessors that refuse anything the recorder never writes."""
 
     def __init__(self, body, what: str):
-        self.budget = wire.Budget()
+        self.budget = wire.Budget()  # for the values, decoded as the check asks for them
         if type(body) is not bytes:
             raise Tampered(f"{what} sent no record")
         try:
-            data = wire.decode(body, budget=self.budget)
+            data = wire.decode(body)  # the record's own structure: one frame's budget
         except wire.Malformed as err:
             raise Tampered(f"{what}'s record cannot be read ({err})") from None
         if type(data) is not dict:
@@ -375,6 +383,13 @@ def judge_notebook(request: dict) -> dict:
         what = f"test cell `{test['id']}`"
         try:
             record = Record(request["records"][test["id"]], what)
+            if too_large := record.get("too_large", str):
+                verdicts[test["id"]] = {
+                    "passed": False,
+                    "message": f"What this check recorded was too large to judge ({too_large}).",
+                    "flags": [f"{what}: record too large ({too_large})"[:300]],
+                }
+                continue
             if test["hidden"] and (error := record.get("kernel_error", dict)):
                 raise Tampered(f"{what}'s recorder failed ({_error_name(error)})")
             if not test["hidden"]:

@@ -36,9 +36,7 @@ class GraderSettings(Configurable):
         256, help="Processes and threads one sandbox may run at once (sandboxed runs only)."
     ).tag(config=True)
     max_output_chars = Integer(
-        1_000_000,
-        help="Output kept per cell, in characters of text and of encoded figures (figures travel "
-        "as encoded PNG).",
+        100_000, help="Output kept per cell, in characters of text and of encoded figures."
     ).tag(config=True)
     max_restarts = Integer(4, help="Kernel restarts per notebook before giving up.").tag(
         config=True

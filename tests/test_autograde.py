@@ -326,6 +326,7 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
     time.sleep(max(0.0, listener["ended"] + 6 - time.monotonic()))  # the leftover's delay
     assert "hacked" not in (out / "grades.csv").read_text()
     assert not (REPO_ROOT / "escape-native.txt").exists()
+    assert not (REPO_ROOT / "grades.csv").exists(), "write_gradebook wrote into the repository"
     assert not (subs / "honest" / "escape.txt").exists()
     assert listener["connections"] == []
     if os.geteuid() == 0:
@@ -407,7 +408,8 @@ def test_grading_names_every_mistake_it_grades(graded):
 
 def _validate(path: str) -> dict:
     """{visible test source: its one-line message} of the cells nbgrader's Validate (the
-    learner's toolbar button) fails on ``path``, with the course's nbgrader_config.py."""
+    learner's toolbar button) fails on ``path``, with the course's nbgrader_config.py (what
+    the cell printed on stderr before it, e.g. a RuntimeWarning, left out)."""
     import re
 
     from nbgrader.apps import NbGrader
@@ -419,15 +421,17 @@ def _validate(path: str) -> dict:
     failed = Validator(config=app.config).validate(path).get("failed", [])
     found = {}
     for cell in failed:
-        text = re.sub(r"\x1b\[[0-9;]*m", "", cell["raw_error"]).strip()
-        found[cell["source"]] = text.removeprefix("✗ ")
+        text = re.sub(r"\x1b\[[0-9;]*m", "", cell["raw_error"])
+        found[cell["source"]] = text.rpartition("✗ ")[2].strip()
     return found
 
 
 def test_validate_and_grading_agree_on_every_mistake(graded, tmp_path):
     """Each of the catalogue's wrong implementations (``fixtures.mistakes``: the Validate
-    test's batches, handed in) gets the same verdict, with the same message, on every visible
-    test cell from Validate as from the grader."""
+    test's batches, handed in) gets the same verdict on every visible test cell from Validate
+    as from the grader, and the check's message in both. (Validate's line may say more: the
+    learner's session adds what it knows, e.g. "`soft_lookup` uses `softmax`, which hasn't
+    passed its check: fix `softmax` first.", which the grader's feedback does not repeat.)"""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
@@ -455,7 +459,8 @@ def test_validate_and_grading_agree_on_every_mistake(graded, tmp_path):
             got, message = graded_tests[test.id], found.get(test.source)
             passed = got["points"] == got["max_points"]
             compared += message is not None
-            if (message is None) != passed or (message is not None and message != got["message"]):
+            said = message is None or got["message"] in message
+            if (message is None) != passed or not said:
                 disagree.append((student, test.id, message, got["message"]))
     assert not disagree, disagree[:5]
     assert len(jobs) >= len(assignments()) and compared >= len(jobs), "too few mistakes seen"

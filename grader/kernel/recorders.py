@@ -47,10 +47,19 @@ class _Record:
 
     def __init__(self):
         limits = wire.LIMITS
-        size = min(limits.frame_bytes, channel.room()) - self.MARGIN
+        self.frame = replace(limits, frame_bytes=min(limits.frame_bytes, channel.room()))
+        size = self.frame.frame_bytes - self.MARGIN
         self.budget = wire.Budget(
             replace(limits, frame_bytes=max(size, 0), entries=limits.entries - 1000)
         )
+
+    def body(self, record: dict) -> bytes:
+        """The whole record, whose values are already encoded (and were charged one by one):
+        only its own structure is new, within the margin kept for it."""
+        try:
+            return wire.encode(record, self.frame)
+        except Exception as err:  # noqa: BLE001 (a hostile object, or more than a frame)
+            return wire.encode({"cell": str(record.get("cell")), "too_large": str(err)[:200]})
 
     def value(self, value) -> bytes:
         try:
@@ -224,7 +233,7 @@ def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
     except BaseException as err:  # noqa: BLE001 (the judge decides; the kernel only records)
         record["kernel_error"] = _raised(err)
     finally:
-        _send("record", nonce, body=rec.value(record))
+        _send("record", nonce, body=rec.body(record))
         _send("end", nonce)
 
 
@@ -295,7 +304,7 @@ def hidden(nonce: str, cell_id: str, verifies: list, ns: dict) -> None:
     except BaseException as err:  # noqa: BLE001
         record["kernel_error"] = _raised(err)
     finally:
-        _send("record", nonce, body=rec.value(record))
+        _send("record", nonce, body=rec.body(record))
         _send("end", nonce)
 
 
