@@ -266,14 +266,20 @@ def judge_visible(source: str, trusted_ns: dict, record: Record):
     return True, "", flags
 
 
+# The kernel's own text is never shown: a learner's code controls it, and could carry an
+# earlier hidden cell's inputs out through its feedback.
+FAILED_IN_KERNEL = (
+    "This check failed when your notebook ran, though a replay of your results passed: it "
+    "measures your function itself (e.g. its memory). Press Validate to see why."
+)
+
+
 def _failed_in_kernel(record: Record) -> str | None:
-    """The message of a visible check that failed when the kernel ran it, though its replay
-    here passed: some checks measure the learner's function itself (memory, time), which a
-    replay cannot reproduce. Trusting the kernel here can only cost the learner points."""
+    """A fixed message when a visible check failed in the kernel though its replay here
+    passed: some checks measure the learner's function itself (memory, time), which a replay
+    cannot reproduce. Trusting the kernel here can only cost the learner points."""
     error = record.get("kernel_error", dict) or {}
-    if error.get("ename") != "CheckFailed":
-        return None
-    return " ".join(str(error.get("evalue", "")).split())[:500] or "The check failed."
+    return FAILED_IN_KERNEL if error.get("ename") == "CheckFailed" else None
 
 
 def _shapes(args) -> str:
