@@ -95,14 +95,7 @@ def remove_account(s: Settings, name: str) -> None:
         uid = pwd.getpwnam(name).pw_uid
     except KeyError:
         return
-    deadline = time.monotonic() + 10
-    while (pids := _uids_processes(uid)) and time.monotonic() < deadline:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.1)
+    limits.kill_until_gone(lambda: _uids_processes(uid))
     subprocess.run(["userdel", "--remove", name], check=False,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     limits.remove(limits.folders(name, s.group))

@@ -112,17 +112,23 @@ def _pids(folders: list[Path]) -> set[int]:
     return found
 
 
-def end_processes(folders: list[Path], wait: float = 10) -> None:
-    """Kill every process still in the folders (what the server left running), and wait
-    until they are gone (a cgroup is removable only then)."""
+def kill_until_gone(find, wait: float = 10) -> None:
+    """SIGKILL the processes ``find()`` lists until it lists none, for ``wait`` seconds at
+    most (a process may fork while it is being killed)."""
     deadline = time.monotonic() + wait
-    while (pids := _pids(folders)) and time.monotonic() < deadline:
+    while (pids := find()) and time.monotonic() < deadline:
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.1)
+
+
+def end_processes(folders: list[Path], wait: float = 10) -> None:
+    """Kill every process still in the folders (what the server left running), and wait
+    until they are gone (a cgroup is removable only then)."""
+    kill_until_gone(lambda: _pids(folders), wait)
 
 
 def remove(folders: list[Path]) -> None:
