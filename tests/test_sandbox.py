@@ -16,7 +16,7 @@ from fixtures.adversarial import _write, honest, with_answer
 
 from grader import wire
 from grader.course import REPO_ROOT
-from grader.judge import judge_bounded
+from grader.judge import FAILED_IN_KERNEL, Record, judge_bounded, judge_visible
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
 FAST = ["--cell-timeout", "20", "--notebook-timeout", "200", "--quiet"]
@@ -150,6 +150,18 @@ def test_judge_runs_in_a_process_with_a_memory_limit():
         "verdicts": {},
         "tampered": [],
     }
+
+
+def test_a_check_that_failed_only_in_the_kernel_never_shows_the_kernel_s_text():
+    """The kernel's own CheckFailed text is the learner's to write: it could carry an
+    earlier hidden cell's inputs out through the feedback. The judge fails the cell with
+    its own fixed message, and passes a cell whose kernel run raised nothing else."""
+    smuggled = {"ename": "CheckFailed", "evalue": "SMUGGLED hidden inputs: [0.25, -1.5]"}
+    for error, passed in ((smuggled, False), ({"ename": "ValueError", "evalue": "x"}, True)):
+        record = Record(wire.encode({"kernel_error": error}), "test cell")
+        verdict = judge_visible("pass", {}, record)
+        assert verdict[:2] == (passed, "" if passed else FAILED_IN_KERNEL), verdict
+        assert "SMUGGLED" not in verdict[1]
 
 
 # ----------------------------------------------------------------------------- settings
