@@ -228,6 +228,8 @@ def command(
     """The full command that runs ``kernel_argv`` in a sandbox. ``files``: {path inside
     scratch: host file} bound read-only; ``folders``: writable folders made inside scratch."""
     view = _View()
+    # The private /tmp first: a checkout or venv that lives under /tmp is bound on top of it.
+    view.tmpfs("/tmp", scratch_mb, "1777")
     for root in read_roots():
         view.add("--ro-bind", root)
     for link, target in LINKS.items():
@@ -236,7 +238,6 @@ def command(
             view.made.add(link)
     view.args += ["--proc", "/proc", "--dev", "/dev"]
     view.made |= {"/proc", "/dev"}
-    view.tmpfs("/tmp", scratch_mb, "1777")
     view.tmpfs(scratch, scratch_mb, "0777")
     for path in folders:
         view.folder(path, "0777")

@@ -164,6 +164,24 @@ def test_a_check_that_failed_only_in_the_kernel_never_shows_the_kernel_s_text():
         assert "SMUGGLED" not in verdict[1]
 
 
+def test_a_checkout_under_tmp_is_visible_above_the_private_tmp(monkeypatch):
+    """CI may clone the course under /tmp: the sandbox's private /tmp is mounted before the
+    read-only binds, so the venv and attnlib/ under /tmp are bound on top of it."""
+    from grader import sandbox
+
+    roots = ["/tmp/ci-clone/.venv", "/tmp/ci-clone/attnlib"]
+    monkeypatch.setattr(sandbox, "read_roots", lambda: roots)
+    args = sandbox.command(
+        ["python"], scratch="/home/sandbox", ipc="/run/ipc", files={}, folders=[],
+        uid=None, scratch_mb=16,
+    )  # fmt: skip
+    tmp = args.index("--tmpfs")
+    assert args[tmp + 1] == "/tmp"
+    for root in roots:
+        bound = next(i for i, a in enumerate(args) if a == "--ro-bind" and args[i + 1] == root)
+        assert bound > tmp, f"{root} is bound before the private /tmp hides it"
+
+
 # ----------------------------------------------------------------------------- settings
 
 
