@@ -455,13 +455,12 @@ def test_validate_dialog_shows_the_whole_message_of_a_failed_check(lab, page, so
     line of it inside the dialog and on screen (the course's custom CSS wraps it)."""
     assert setup_lab.css_path().read_text() == setup_lab.DIALOG_CSS, "stale course CSS: make setup"
     names = released(lab.release)
-    served = lab.root.relative_to(lab.root.parent)
-    prefix = "" if served.name == "notebooks" else "notebooks/"
     for notebook in dict.fromkeys([names[0], next(n for n in names if n[:2] == "05"), names[-1]]):
         exercise, mistake, message = _longest_visible_message(notebook, solution(notebook))
         wrong = Batch(notebook, ((exercise, mistake),)).submission(demos=False)
-        nbformat.write(wrong, lab.release / notebook / f"{notebook}_wrong.ipynb")
-        panel = _open_notebook(page, f"{prefix}{notebook}/{notebook}_wrong.ipynb")
+        # next to the learner's copy, which the Lab serves (the release stays untouched)
+        nbformat.write(wrong, lab.work / notebook / f"{notebook}_wrong.ipynb")
+        panel = _open_notebook(page, f"{notebook}/{notebook}_wrong.ipynb")
         panel.locator(".validate-button").click()
         verdict = page.locator(".jp-Dialog #validation-message")
         verdict.wait_for(timeout=180_000)
