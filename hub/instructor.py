@@ -28,7 +28,7 @@ from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
 from attnlib.lab import write_profile
-from grader import course, formgrader, gradebook
+from grader import course, formgrader, gradebook, settings, trusted
 from hub.settings import REPO_ROOT, Settings
 
 # Kept next to the graded notebook, as nbgrader's own autograde keeps them: generate_feedback
@@ -105,7 +105,8 @@ def prepare(s: Settings, release: Path, gid: int) -> None:
     shutil.rmtree(s.private_course, ignore_errors=True)
     shutil.copytree(REPO_ROOT, s.private_course, ignore=PRIVATE_COPY_IGNORE, symlinks=True)
     if not (s.grading / "gradebook.db").is_file():
-        gradebook.prepare(s.grading, course.assignments())
+        models = trusted.models(course.assignments(), settings.load().release_cache)
+        gradebook.prepare(s.grading, {a: m.release for a, m in models.items()})
     formgrader.prepare(s.grading, s.exchange)
     for path in sorted(release.glob("*/*.ipynb")):
         target = s.course_root / "release" / path.parent.name / path.name
