@@ -332,6 +332,12 @@ def _points(hub) -> dict[str, float]:
         return {row["student"]: float(row[NB]) for row in csv.DictReader(fh)}
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug (issue 15 open): on the hub the instructor grades as a non-root user, "
+    "whose unprivileged bubblewrap sandbox cannot yet run the course env's kernel: every "
+    "notebook gets 0 points",
+)
 def test_instructor_grades_with_the_course_grader(hub):
     proc = hub.as_instructor("grade", NB)
     assert "collected 01_soft_lookup: 2 submissions" in proc.stdout, proc.stdout
