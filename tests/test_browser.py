@@ -359,10 +359,12 @@ def test_finished_notebook_passes_validate(lab, page):
         time.sleep(0.2)
     errors = _shown_errors(panel)
     assert not errors, f"the finished notebook shows errors: {errors}"
-    widths = _rendered_figures(panel)
+    expected = _figure_cells(nbformat.read(source_path(first), as_version=4))
+    deadline = time.monotonic() + STEP / 1000  # the last figures may still be arriving
+    while len(widths := _rendered_figures(panel)) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert all(w > 0 for w in widths), f"broken figure(s): widths {widths}"
-    finished = nbformat.read(source_path(first), as_version=4)
-    assert len(widths) >= _figure_cells(finished), "a plotting cell showed no figure"
+    assert len(widths) >= expected, "a plotting cell showed no figure"
     page.screenshot(path=SHOTS / f"4-finished-{first}.png")
 
     panel.locator(".validate-button").click()
