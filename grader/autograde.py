@@ -141,6 +141,9 @@ def _check_paths(args) -> tuple[Path, Path]:
         raise UserError(f"--out {args.out} exists and is not a folder")
     if out in subs.parents:
         raise UserError("the submissions folder must not be inside --out")
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"--out {args.out}: {existing} is not writable by you")
     return subs, out
 
 

@@ -249,7 +249,8 @@ def command(
         return [
             *pdeathsig, "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox",
-            *view.args, "--chdir", scratch, "--", *kernel_argv,
+            # The folders bwrap made are the user's own here: the root holding them read-only.
+            *view.args, "--remount-ro", "/", "--chdir", scratch, "--", *kernel_argv,
         ]  # fmt: skip
     return [
         *pdeathsig, "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",

@@ -263,17 +263,6 @@ def test_class_report_files(graded):
 # ----------------------------------------------------------------------------- attacks
 
 
-def _seen(out: Path, student: str, notebook: str = NB) -> dict:
-    """What an attack printed in its answer cell (``ATTACK <name> <json>``)."""
-    path = out / "nbgrader" / "autograded" / student / notebook / f"{notebook}.ipynb"
-    for cell in json.loads(path.read_text())["cells"]:
-        for output in cell.get("outputs", []):
-            text = "".join(output.get("text", ""))
-            if text.startswith(f"ATTACK {student} "):
-                return json.loads(text.split(" ", 2)[2])
-    raise AssertionError(f"{student} printed no ATTACK line")
-
-
 def _sandbox_uids():
     from grader.settings import load
 
@@ -293,7 +282,7 @@ def _sandbox_top_level():
 
 def test_the_sandbox_is_on(graded):
     """The probe reports who it is, what network it has and what it sees of the machine."""
-    seen = _seen(graded[1], "probe")
+    seen = attacks.seen(graded[1], "probe")
     if os.geteuid() == 0:
         assert seen["uid"] in _sandbox_uids() and seen["gid"] == seen["uid"], seen
     else:
@@ -310,23 +299,23 @@ def test_the_sandbox_is_on(graded):
 
 def test_native_code_is_refused_then_walled_in(graded):
     out = graded[1]
-    plain = _seen(out, "native_ctypes")
+    plain = attacks.seen(out, "native_ctypes")
     assert plain == {"np.ctypeslib": "PermissionError", "ctypes": "PermissionError"}
-    reads = _seen(out, "native_reads")
+    reads = attacks.seen(out, "native_reads")
     secrets = [k for k in reads if k.startswith("/")]
     assert len(secrets) == 4
     for path in secrets:
         status, text = reads[path]
         assert status != 0 and "No such file or directory" in text, (path, text)
     assert reads["repo"][1].split() == ["attnlib", "data", "grader"]
-    for path, (status, text) in _seen(out, "native_writes").items():
+    for path, (status, text) in attacks.seen(out, "native_writes").items():
         assert status != 0 and ("nonexistent" in text or "denied" in text), (path, text)
-    sockets = _seen(out, "sockets")
+    sockets = attacks.seen(out, "sockets")
     assert sockets["localhost"] == sockets["network"] == "PermissionError"
     assert "refused" in sockets["native localhost"][1]
     assert "unreachable" in sockets["native network"][1]
     assert sockets["interfaces"] == ["lo"]
-    disk = _seen(out, "hidden_from_disk")
+    disk = attacks.seen(out, "hidden_from_disk")
     assert disk["find"][1] == "", "no hidden inputs or records on the kernel's disk"
     assert "kernel.json" in disk["ipc"][1] and "grader.sock" not in disk["ipc"][1]
 
@@ -345,7 +334,7 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
         from grader.sandbox import processes_of
 
         assert [pid for uid in _sandbox_uids() for pid in processes_of(uid)] == []
-    left = _seen(out, "leftover_process")
+    left = attacks.seen(out, "leftover_process")
     assert left["background"][0] == 0 and left["detached"][0] == 0, "the attempt really ran"
 
 

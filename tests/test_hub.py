@@ -23,6 +23,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures import attacks
 from fixtures.adversarial import honest
 from fixtures.batches import Batch, uses
 from test_browser import CHROMIUM, SHOTS, _free_port, browser
@@ -165,17 +167,22 @@ class Hub:
         return body["value"]
 
     def as_instructor(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-        """``python -m hub ARGS`` as the instructor, with their Lab terminal's environment
-        and umask (``hub.spawner``)."""
+        """``python -m hub ARGS`` as the instructor."""
+        return self.instructor_runs(["python", "-m", "hub", *args], self.settings.instructor,
+                                    timeout)  # fmt: skip
+
+    def instructor_runs(self, argv: list[str], cwd: Path, timeout: float = 900, check=True):
+        """``argv`` as the instructor, with their Lab terminal's environment and umask
+        (``hub.spawner``); it must succeed unless ``check`` is false."""
         account = pwd.getpwnam(INSTRUCTOR)
         env = spawner.role_env(self.settings, instructor=True) | {
             "HOME": account.pw_dir, "USER": INSTRUCTOR, "LANG": "C.UTF-8",
         }  # fmt: skip
         cmd = ["runuser", "-u", INSTRUCTOR, "--", "env", "-i"]
-        cmd += [f"{k}={v}" for k, v in env.items()] + ["python", "-m", "hub", *args]
-        proc = subprocess.run(cmd, cwd=self.settings.instructor, capture_output=True, text=True,
+        cmd += [f"{k}={v}" for k, v in env.items()] + argv
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
                               timeout=timeout, preexec_fn=lambda: os.umask(0o007))  # fmt: skip
-        assert proc.returncode == 0, f"python -m hub {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+        assert proc.returncode == 0 or not check, f"{' '.join(argv)}:\n{proc.stdout}{proc.stderr}"
         return proc
 
     def stop(self) -> None:
@@ -332,12 +339,6 @@ def _points(hub) -> dict[str, float]:
         return {row["student"]: float(row[NB]) for row in csv.DictReader(fh)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (issue 15 open): on the hub the instructor grades as a non-root user, "
-    "whose unprivileged bubblewrap sandbox cannot yet run the course env's kernel: every "
-    "notebook gets 0 points",
-)
 def test_instructor_grades_with_the_course_grader(hub):
     proc = hub.as_instructor("grade", NB)
     assert "collected 01_soft_lookup: 2 submissions" in proc.stdout, proc.stdout
@@ -347,6 +348,45 @@ def test_instructor_grades_with_the_course_grader(hub):
     gradebook = hub.settings.grading / "gradebook.db"
     peek = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", gradebook], capture_output=True)
     assert peek.returncode != 0 and b"Permission denied" in peek.stderr, "attendees read grades"
+
+
+SANDBOX_PROBES = ("probe", "native_reads", "native_writes", "sockets")
+
+
+def test_the_instructors_sandbox_walls_in_student_code(hub):
+    """The hub's instructor is not root, so their grading runs the unprivileged sandbox:
+    the attack class's probes get their own user namespace, no capabilities, no network,
+    and none of the instructor's files (solutions, hidden checks, the gradebook)."""
+    s = hub.settings
+    top = s.instructor / f"probes-{TAG}"
+    subs, out = top / "submissions", top / "out"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        attacks.build(subs, s.private_course, out, listener.getsockname()[1])
+        shutil.chown(top, INSTRUCTOR)
+        for path in top.rglob("*"):
+            shutil.chown(path, INSTRUCTOR)
+        argv = ["python", "-m", "grader", "autograde", str(subs), "--out", str(out),
+                "--notebooks", NB, "--students", *SANDBOX_PROBES]  # fmt: skip
+        hub.instructor_runs(argv, s.private_course)
+        argv[argv.index("--out") + 1] = str(s.private_course / "out")  # read-only for them
+        refused = hub.instructor_runs(argv, s.private_course, check=False)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "is not writable by you" in refused.stderr, refused.stderr
+    seen = {name: attacks.seen(out, name) for name in SANDBOX_PROBES}
+    probe = seen["probe"]
+    assert probe["uid"] == pwd.getpwnam(INSTRUCTOR).pw_uid, probe
+    assert probe["CapEff"] == "0000000000000000" and probe["NoNewPrivs"] == "1", probe
+    assert probe["interfaces"] == ["lo"] and probe["hostname"] == "sandbox", probe
+    assert sorted(probe["repo"]) == [".", "..", "attnlib", "data", "grader"], probe["repo"]
+    for path, (status, text) in seen["native_reads"].items():
+        if path.startswith("/"):
+            assert status != 0 and "No such file or directory" in text, (path, text)
+    for path in seen["native_writes"]:  # a folder under /tmp is the sandbox's private /tmp
+        target = Path(path)
+        assert not target.exists() or "hacked" not in target.read_text(), path
+    sockets = seen["sockets"]
+    assert "refused" in sockets["native localhost"][1], sockets
+    assert "unreachable" in sockets["native network"][1], sockets
 
 
 def test_feedback_reaches_the_attendees(hub):

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -180,6 +181,32 @@ def test_a_checkout_under_tmp_is_visible_above_the_private_tmp(monkeypatch):
     for root in roots:
         bound = next(i for i, a in enumerate(args) if a == "--ro-bind" and args[i + 1] == root)
         assert bound > tmp, f"{root} is bound before the private /tmp hides it"
+
+
+def test_the_unprivileged_sandbox_holds_its_root_read_only(monkeypatch):
+    """Not root (a hub's instructor), the folders bwrap makes are the user's own: the root is
+    remounted read-only, and only the scratch folder and the private /tmp take writes."""
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "read_roots", lambda: ["/usr"])
+    ipc = tempfile.mkdtemp()
+    os.chmod(ipc, 0o777)  # the unprivileged user binds it
+    targets = ["/x", "/home/x", "/usr/x", "/home/student/x", "/tmp/x", f"{ipc}/x"]
+    script = "; ".join(f"(echo 1 > {t}) 2>/dev/null && echo {t} wrote || echo {t} refused"
+                       for t in targets)  # fmt: skip
+    args = sandbox.command(
+        ["sh", "-c", script], scratch="/home/student", ipc=ipc, files={}, folders=[],
+        uid=None, scratch_mb=16,
+    )  # fmt: skip
+    as_user = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+    try:
+        proc = subprocess.run(as_user + args, capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(ipc)
+    said = dict(line.split() for line in proc.stdout.splitlines())
+    assert said == {t: "refused" for t in targets[:3]} | {t: "wrote" for t in targets[3:]}, (
+        proc.stdout + proc.stderr
+    )
 
 
 # ----------------------------------------------------------------------------- settings

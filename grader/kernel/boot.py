@@ -34,6 +34,10 @@ def main(argv=None) -> None:
     _limit("RLIMIT_FSIZE", cfg.get("fsize_bytes"))
     _limit("RLIMIT_NPROC", cfg.get("processes"))
 
+    # ipykernel's parent poller would stop this kernel at once where bwrap is its parent as
+    # pid 1 (the unprivileged sandbox): "1" turns it off; PR_SET_PDEATHSIG above does its job.
+    os.environ["JPY_PARENT_PID"] = "1"
+
     from grader.kernel import channel, policy, tamper
 
     channel.connect(cfg["stream"]).send({"k": "hello", "pid": os.getpid()})
