@@ -90,6 +90,15 @@ def add_arguments(parser):
         help="run kernels without the OS sandbox: for trusted submissions only",
     )
     parser.add_argument(
+        "--full-run",
+        dest="skip_demo_cells",
+        action="store_const",
+        const=False,
+        default=None,
+        help="run every cell of every notebook (default: leave out the demo cells that no "
+        "check depends on; c.GraderSettings.skip_demo_cells)",
+    )
+    parser.add_argument(
         "--fresh",
         action="store_true",
         help="regrade everything instead of resuming from OUT/work/results",
@@ -112,6 +121,7 @@ SETTING_OPTIONS = (
     "judge_memory_mb",
     "seed",
     "sandbox",
+    "skip_demo_cells",
 )
 
 

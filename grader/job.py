@@ -9,7 +9,7 @@ submission can do (a grader bug becomes a flagged "grader error" result).
 The job is a list of steps, each reading and extending one :class:`State`, the way
 nbgrader's converters list their preprocessors::
 
-    read -> rebuild -> scan -> execute -> judge -> write
+    read -> rebuild -> scan -> choose_cells -> execute -> judge -> confirm -> write
 
 A step may finish the job early (nothing submitted, an unreadable file).
 """
@@ -29,15 +29,16 @@ from time import monotonic
 
 import nbformat
 
-from grader import course, sandbox
+from grader import course, needs, sandbox
 from grader import judge as judging
 from grader import rebuild as rebuilding
 from grader import scan as scanning
 from grader.trusted import Trusted
 
-RESULT_VERSION = 4  # bump when grading logic changes, so resumed runs regrade
+RESULT_VERSION = 5  # bump when grading logic changes, so resumed runs regrade
 TAMPERED = "grader instrumentation tampered"
 SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
+NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check depends on it.)\n"
 TAMPERED_MESSAGE = (
     "Not graded: code in your notebook interfered with the grader's instrumentation; "
     "your instructor will look at it."
@@ -72,6 +73,8 @@ class State:
     verdicts: dict = field(default_factory=dict)  # test id -> {"passed", "message", "flags"}
     tampered: list = field(default_factory=list)
     judge_failed: str = ""  # a message for every autograded row when judging failed
+    skip: set = field(default_factory=set)  # demo cells this run leaves out (grader.needs)
+    before_run: tuple = ()  # (flags, notes, tampered) before execute: confirm may run again
 
 
 @cache
@@ -222,6 +225,54 @@ def scan(s: State) -> None:
             s.flags += scanning.scan_cell(gid, source, trusted.modules, names)
 
 
+def choose_cells(s: State) -> None:
+    """The demo cells no check depends on, left out of the run (``grader.needs``); none when
+    the settings say so or any cell cannot be read with certainty."""
+    trusted = s.job.trusted
+    if not s.job.settings["skip_demo_cells"] or not trusted.demo:
+        return
+    tests = {t.id: t for t in trusted.tests}
+    code = [i for i, c in enumerate(s.nb.cells) if c.cell_type == "code"]
+    sources = []
+    for i in code:
+        test = tests.get(s.nb.cells[i].metadata.get("nbgrader", {}).get("grade_id"))
+        if test is None:
+            sources.append(s.nb.cells[i].source)
+        else:  # what the instrumented test cell reads: its check, or the functions it verifies
+            sources.append("\n".join(fn for _, fn in test.verifies) if test.hidden else test.source)
+    demo = {k for k, i in enumerate(code) if i in trusted.demo}
+    try:
+        s.skip = {code[k] for k in needs.skippable(sources, demo, set(trusted.module_names))}
+    except needs.Unclear:
+        s.skip = set()
+
+
+def confirm(s: State) -> None:
+    """A run that left demo cells out stands only when every check passed and no limit was
+    hit; otherwise the notebook runs again in full, and that run is graded."""
+    if not s.skip or _all_passed(s):
+        return
+    s.flags, s.notes, s.tampered = s.before_run
+    s.skip, s.judge_failed, s.verdicts = set(), "", {}
+    s.timings["short_run"] = round(s.timings["execute"] + s.timings["judge"], 3)
+    for step in (execute, judge):  # the timings describe the run that is graded
+        begun = monotonic()
+        step(s)
+        s.timings[step.__name__] = round(monotonic() - begun, 3)
+    s.timings["full_run"] = round(s.timings["execute"] + s.timings["judge"], 3)
+
+
+def _all_passed(s: State) -> bool:
+    tests = [t.id for t in s.job.trusted.tests]
+    return (
+        not s.judge_failed
+        and not s.tampered
+        and (s.flags, s.notes) == tuple(s.before_run[:2])
+        and all(st.get("status") == "ok" for st in s.status.values())
+        and all(s.verdicts.get(t, {}).get("passed") for t in tests)
+    )
+
+
 def _instrument(s: State):
     """The copy the kernel runs: test cells replaced by recorder calls with their nonces,
     a last sentinel cell, and the windows the stream accepts them in."""
@@ -325,7 +376,8 @@ def _plan(s: State, folder: Path, windows, cell_windows):
         job_dir=str(folder),
         env=env,
         kernel_settings=kernel_settings,
-        state_cells=state_cells,
+        state_cells=state_cells - s.skip,
+        skip=set(s.skip),
         windows=windows,
         cell_windows=cell_windows,
         files=files,
@@ -343,6 +395,7 @@ def execute(s: State) -> None:
     from grader.execute import SandboxedExecute
 
     cfg = s.job.settings
+    s.before_run = (list(s.flags), list(s.notes), list(s.tampered))
     s.run_nb, s.windows, s.cell_windows = _instrument(s)
     folder = Path(tempfile.mkdtemp(prefix="attn-job-"))
     try:
@@ -476,6 +529,8 @@ def write(s: State) -> None:
         if test is None:
             if cell.cell_type == "code" and idx in s.status:
                 cell.outputs = s.run_nb.cells[idx].get("outputs", [])
+            elif idx in s.skip:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=NOT_RUN)]
             continue
         passed, message = _test_verdict(s, test, idx, answer_status)
         if s.tampered:
@@ -506,6 +561,7 @@ def write(s: State) -> None:
         "notes": list(dict.fromkeys(s.notes)),
         "autograded": nbformat.writes(s.nb),
         "sandboxed": job.settings["sandbox"],
+        "demo_cells_left_out": len(s.skip),
     }
     s.timings["slowest_cell"] = max((st.get("seconds", 0) for st in s.status.values()), default=0)
 
@@ -516,4 +572,4 @@ def _checksum(cell) -> str:
     return compute_checksum(cell)
 
 
-STEPS = (read, rebuild, scan, execute, judge, write)
+STEPS = (read, rebuild, scan, choose_cells, execute, judge, confirm, write)

@@ -113,6 +113,7 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> No
     folder = out / "feedback"
     folder.mkdir(exist_ok=True)
     notes = {(r["student"], r["notebook"]): r.get("notes", []) for r in results}
+    left_out = {(r["student"], r["notebook"]): r.get("demo_cells_left_out", 0) for r in results}
     students = sorted({r["student"] for r in grade_rows})
     for student in students:
         mine = [r for r in grade_rows if r["student"] == student]
@@ -126,6 +127,11 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> No
             body.append(f"<h2>{html.escape(notebook)}</h2>")
             for note in notes.get((student, notebook), []):
                 body.append(f"<p class='muted'>Note: {html.escape(note)}</p>")
+            if n := left_out.get((student, notebook)):
+                body.append(
+                    f"<p class='muted'>{n} demo cells were not re-run when grading: they only "
+                    "teach, and no check depends on them.</p>"
+                )
             body.append("<table><tr><th>Exercise</th><th>Points</th><th>What to fix</th></tr>")
             for r in (r for r in mine if r["notebook"] == notebook):
                 pts = "pending" if r["points"] == "" else r["points"]

@@ -56,6 +56,11 @@ class GraderSettings(Configurable):
         config=True
     )
     workers = Integer(0, help="Parallel workers; 0 means one per core.").tag(config=True)
+    skip_demo_cells = Bool(
+        True,
+        help="Leave out the demo cells no check depends on (grader.needs); a notebook that "
+        "loses any point that way runs again in full.",
+    ).tag(config=True)
     sandbox = Bool(
         True, help="Run every kernel in the bubblewrap sandbox (off: trusted submissions only)."
     ).tag(config=True)

@@ -8,6 +8,7 @@ needs no course folder at all.
 """
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader import course, release, scan
+from grader import course, needs, release, scan
 from grader.hidden import shortcuts
 from grader.judge import verify_calls
 from grader.release import METADATA_KEY as RELEASE_KEY
@@ -43,6 +44,8 @@ class Trusted:
     modules: dict  # {name: module} the imports cell binds
     source_cells: dict  # {grade_id: instructor's source}
     shortcuts: dict  # {exercise: {module prefix: names}}: the run-time tripwire's rules
+    demo: frozenset = frozenset()  # indexes of the release's demo cells (grader.needs)
+    module_names: frozenset = frozenset()  # names the imports cell binds to modules
 
 
 def _inputs_hash() -> str:
@@ -117,7 +120,17 @@ def model(notebook: str, folder: Path) -> Trusted:
         scan.module_names(imports),
         source_cells,
         shortcuts(),
+        frozenset(i for i, c in enumerate(base.cells) if needs.is_demo(c)),
+        frozenset(n for n, full in scan.module_names(imports).items() if _is_module(full)),
     )
+
+
+def _is_module(name: str) -> bool:
+    """Whether the (trusted) import path ``name`` is a module rather than an object in one."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # "numpy.pi": numpy is a package, pi is not in it
+        return False
 
 
 def models(notebooks: list[str], cache: str) -> dict[str, Trusted]:

@@ -22,11 +22,13 @@ import threading
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from fixtures import attacks, mistakes
 from fixtures.adversarial import NB, build
 
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
+from grader.job import NOT_RUN
 from grader.judge import FAILED_IN_KERNEL
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
@@ -501,6 +503,42 @@ def test_rerun_is_identical_and_isolated(graded, tmp_path):
         if r["student"] in {"honest", "monkeypatch_np", "os_exit_function"} and r["notebook"] == NB
     ]
     assert _rows(tmp_path / "out") == again
+
+
+def test_leaving_out_demo_cells_changes_no_grade(graded, tmp_path):
+    """The batch ran each notebook without the demo cells no check depends on (issue 14). A
+    result of that shorter run stands only with full marks; any other notebook ran again in
+    full. Regrading with --full-run every result that stood, and the first one per notebook
+    that ran again, gives the very same grades.csv rows."""
+    subs, _, _, rows, results, _ = graded
+    stood = {k for k, r in results.items() if r.get("demo_cells_left_out")}
+    again = {k for k, r in results.items() if "full_run" in r["timings"]}
+    assert stood and again and not stood & again
+    for key in stood:
+        assert all(row["points"] == row["max_points"] or not row["autograded"]
+                   for row in results[key]["rows"]), key  # fmt: skip
+    student, notebook = min(stood)
+    left_out = results[student, notebook]["demo_cells_left_out"]
+    feedback = (graded[1] / "feedback" / f"{student}.html").read_text()
+    assert f"{left_out} demo cells were not re-run when grading" in feedback
+    copy = nbformat.reads(results[student, notebook]["autograded"], as_version=4)
+    marked = [c for c in copy.cells if any(o.get("text") == NOT_RUN for o in c.get("outputs", []))]
+    assert len(marked) == left_out
+    sample = set(stood)
+    for notebook in assignments():
+        sample |= set(sorted(k for k in again if k[1] == notebook)[:1])
+    wanted: dict[str, set] = {}
+    for student, notebook in sample:
+        wanted.setdefault(student, set()).add(notebook)
+    groups: dict[frozenset, list] = {}
+    for student, notebooks in wanted.items():
+        groups.setdefault(frozenset(notebooks), []).append(student)
+    out = tmp_path / "full"
+    for notebooks, students in groups.items():
+        _grade(subs, out, "--full-run", "--students", *students, "--notebooks", *notebooks)
+    full = [r for r in _rows(out) if (r["student"], r["notebook"]) in sample]
+    assert full == [r for r in rows if (r["student"], r["notebook"]) in sample]
+    assert len(full) == sum(len(exercises(n)) for _, n in sample)
 
 
 def _leftovers(mark: str) -> list[int]:

@@ -1,0 +1,135 @@
+"""Which cells grading runs (``grader.needs``): the reading of names, the demo marks in
+``solutions/``, and the choice a job makes for one student's answers."""
+
+import nbformat
+import pytest
+from fixtures.adversarial import NB, honest, with_answer
+
+from grader import course, needs, settings
+from grader.job import Job, State, choose_cells, read, rebuild
+from grader.trusted import models
+
+MODULES = {"np", "torch", "plt"}
+
+
+@pytest.mark.parametrize(
+    ("source", "changed"),
+    [
+        ("x = 1\nfor i in range(3):\n    y = i", {"x", "i", "y"}),
+        ("def f(a):\n    return a\nclass C: pass", {"f", "C"}),
+        ("import numpy as np2\nfrom math import pi", {"np2", "pi"}),
+        ("Q[0] = 1\nK.data += 1\ndel V[2]", {"Q", "K", "V"}),
+        ("noise = rng.normal(size=3)", {"noise", "rng"}),  # the generator moves on
+        ("train(model, steps=lr)", {"model", "lr"}),  # arguments may be changed in place
+        ("y = np.sum(X)\nplt.plot(y)", {"y", "X"}),  # modules' plain functions change nothing
+        ("torch.manual_seed(0)", {"torch"}),  # ... their global state does
+        ("plt.rcParams['figure.dpi'] = 80", {"plt"}),
+    ],
+)
+def test_what_a_cell_may_change(source, changed):
+    assert needs.changes(source, MODULES) == changed
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "%timeit f()",
+        "def f(:",
+        "globals()['x'] = 1",
+        "y = eval('x')",
+        "v = getattr(m, name)",
+        "from numpy import *",
+        "def f():\n    global x\n    x = 1",
+        "d = f.__globals__",
+        "sys.modules['attnlib'] = None",
+    ],
+)
+def test_code_that_cannot_be_read_with_certainty_is_unclear(source):
+    with pytest.raises(needs.Unclear):
+        needs.names(source)
+
+
+def test_a_demo_cell_runs_when_a_later_cell_reads_what_it_may_change():
+    sources = [
+        "rng = make_rng()",  # 0: kept (cell 3 reads rng)
+        "sample = rng.normal()",  # 1 demo: moves rng, which cell 3 reads: runs
+        "shown = plot(sample)",  # 2 demo: nothing later reads `shown`: left out
+        "check(rng.normal())",  # 3
+        "model = build()",  # 4 demo: nothing after it: left out
+    ]
+    assert needs.skippable(sources, {1, 2, 4}, MODULES) == {2, 4}
+    sources[3] += "\nprint(shown)"
+    assert needs.skippable(sources, {1, 2, 4}, MODULES) == {4}
+
+
+def _trusted():
+    return models(course.assignments(), settings.load().release_cache)
+
+
+def _code_sources(trusted, nb) -> tuple[list[str], dict, set]:
+    """The analysis's view of a notebook: code sources in order (test cells as they run),
+    {position: cell index} and the positions of demo cells."""
+    tests = {t.id: t for t in trusted.tests}
+    sources, where, demo = [], {}, set()
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        test = tests.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        if test and test.hidden:
+            sources.append("\n".join(fn for _, fn in test.verifies))
+        else:
+            sources.append(test.source if test else cell.source)
+        where[len(sources) - 1] = i
+        if needs.is_demo(cell):
+            demo.add(len(sources) - 1)
+    return sources, where, demo
+
+
+@pytest.mark.parametrize("assignment", course.assignments())
+def test_every_demo_mark_holds_for_the_solutions(assignment):
+    """Each cell solutions/ marks as a demo is a plain code cell that the analysis leaves out
+    with the instructor's own answers: a mark never stands unchecked or silently ignored."""
+    trusted = _trusted()[assignment]
+    source = nbformat.read(course.source_path(assignment), as_version=4)
+    marked = {i for i, c in enumerate(source.cells) if needs.is_demo(c)}
+    assert marked, f"{assignment} marks no demo cell"
+    assert all("nbgrader" not in source.cells[i].metadata for i in marked)
+    assert marked == set(trusted.demo), "the trusted release lost or moved the marks"
+    sources, where, demo = _code_sources(trusted, source)
+    left_out = {where[k] for k in needs.skippable(sources, demo, set(trusted.module_names))}
+    assert left_out == marked, (
+        f"marked but needed by a later cell: {sorted(marked - left_out)}; see grader.needs"
+    )
+
+
+def _choice(answers: dict | None = None, settings_=None) -> set:
+    """The demo cells a job leaves out for notebook 01 with these answer sources."""
+    nb = honest()
+    for grade_id, source in (answers or {}).items():
+        nb = with_answer(grade_id, source, nb)
+    snapshot = settings_ or settings.load().snapshot()
+    state = State(Job("s", NB, nbformat.writes(nb).encode(), _trusted()[NB], snapshot))
+    for step in (read, rebuild, choose_cells):
+        step(state)
+    return state.skip
+
+
+def test_a_student_answer_keeps_the_demo_cell_whose_name_it_reads():
+    trusted = _trusted()[NB]
+    release = nbformat.reads(trusted.release, as_version=4)
+    assert _choice() == set(trusted.demo), "an honest notebook leaves every demo cell out"
+    last, grade_id = max(
+        (i, c.metadata["nbgrader"]["grade_id"])
+        for i, c in enumerate(release.cells)
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    )
+    demo = max(i for i in trusted.demo if i < last)
+    name = sorted(needs.names(release.cells[demo].source)[1] - {"_"})[0]
+    answer = trusted.source_cells[grade_id] + f"\nprint({name})\n"
+    assert demo not in _choice({grade_id: answer}), f"`{grade_id}` reads `{name}` (cell {demo})"
+
+
+def test_an_unclear_answer_or_the_setting_runs_every_cell():
+    unclear = "def soft_lookup(q, k, v):\n    return globals()['x']\n"
+    assert _choice({"soft_lookup": unclear}) == set()
+    assert _choice(settings_=settings.load({"skip_demo_cells": False}).snapshot()) == set()
