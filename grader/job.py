@@ -225,26 +225,39 @@ def scan(s: State) -> None:
             s.flags += scanning.scan_cell(gid, source, trusted.modules, names)
 
 
+def code_view(nb, trusted: Trusted) -> tuple[list[int], list[str], set[int], set[int]]:
+    """A notebook as ``grader.needs`` reads it: its code cells' indexes, their sources as
+    they run (a test cell reads its check, or the functions it verifies), and the positions
+    (in that list) of the demo cells and of the answer cells."""
+    tests = {t.id: t for t in trusted.tests}
+    answers = {ex.grade_id for ex in trusted.exercises}
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    sources, answer_at = [], set()
+    for k, i in enumerate(code):
+        gid = nb.cells[i].metadata.get("nbgrader", {}).get("grade_id")
+        test = tests.get(gid)
+        if test is None:
+            sources.append(nb.cells[i].source)
+        else:
+            sources.append("\n".join(fn for _, fn in test.verifies) if test.hidden else test.source)
+        if gid in answers:
+            answer_at.add(k)
+    demo = {k for k, i in enumerate(code) if i in trusted.demo}
+    return code, sources, demo, answer_at
+
+
 def choose_cells(s: State) -> None:
     """The demo cells no check depends on, left out of the run (``grader.needs``); none when
     the settings say so or any cell cannot be read with certainty."""
     trusted = s.job.trusted
     if not s.job.settings["skip_demo_cells"] or not trusted.demo:
         return
-    tests = {t.id: t for t in trusted.tests}
-    code = [i for i, c in enumerate(s.nb.cells) if c.cell_type == "code"]
-    sources = []
-    for i in code:
-        test = tests.get(s.nb.cells[i].metadata.get("nbgrader", {}).get("grade_id"))
-        if test is None:
-            sources.append(s.nb.cells[i].source)
-        else:  # what the instrumented test cell reads: its check, or the functions it verifies
-            sources.append("\n".join(fn for _, fn in test.verifies) if test.hidden else test.source)
-    demo = {k for k, i in enumerate(code) if i in trusted.demo}
+    code, sources, demo, answers = code_view(s.nb, trusted)
     try:
-        s.skip = {code[k] for k in needs.skippable(sources, demo, set(trusted.module_names))}
+        left_out = needs.skippable(sources, demo, set(trusted.module_names), answers)
     except needs.Unclear:
-        s.skip = set()
+        left_out = set()
+    s.skip = {code[k] for k in left_out}
 
 
 def confirm(s: State) -> None:

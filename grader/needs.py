@@ -14,11 +14,30 @@ shorter run can only confirm full marks.
 """
 
 import ast
+import re
 
 DEMO_KEY = "attn"  # cell metadata: {"attn": {"demo": true}}
+# Reading any of these names, attributes or modules makes a cell unclear: they reach
+# namespaces, frames or the kernel's history, where a cell can see which cells ran.
 DYNAMIC = frozenset(
-    {"globals", "locals", "vars", "eval", "exec", "compile", "getattr", "setattr", "delattr",
-     "hasattr", "__import__", "__builtins__", "get_ipython", "importlib", "sys", "builtins"}
+    {"globals", "locals", "vars", "dir", "eval", "exec", "compile", "getattr", "setattr",
+     "delattr", "hasattr", "__import__", "__builtins__", "get_ipython", "In", "Out", "_ih",
+     "_oh", "_dh", "_i", "_ii", "_iii", "_", "__", "___", "exit", "quit"}
+)  # fmt: skip
+FRAME_ATTRIBUTES = frozenset(
+    {"f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "cr_frame", "ag_frame",
+     "tb_frame", "_getframe", "currentframe", "modules", "sys", "get_ipython"}
+)  # fmt: skip
+DYNAMIC_MODULES = frozenset(
+    {"__main__", "sys", "inspect", "gc", "builtins", "importlib", "ctypes", "IPython",
+     "traceback", "types", "code", "pdb", "runpy", "threading", "signal"}
+)  # fmt: skip
+HISTORY = re.compile(r"_i?\d+$")  # IPython's numbered history names: _i3, _5
+# Answers that use a global random generator get other numbers when demo cells that draw
+# from it are left out: such answers run the notebook in full.
+GLOBAL_RNG = frozenset(
+    {"random", "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial",
+     "get_rng_state", "set_rng_state", "initial_seed", "seed", "manual_seed", "default_generator"}
 )  # fmt: skip
 
 
@@ -42,6 +61,8 @@ def _tree(source: str) -> ast.AST:
         return ast.parse(source)
     except SyntaxError as err:
         raise Unclear(f"does not parse ({err.msg})") from None
+    except (RecursionError, MemoryError, ValueError) as err:  # nested past the parser's limits
+        raise Unclear(f"does not parse ({type(err).__name__})") from None
 
 
 def names(source: str) -> tuple[set, set]:
@@ -55,16 +76,38 @@ def names(source: str) -> tuple[set, set]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             if any(alias.name == "*" for alias in node.names):
                 raise Unclear("star import")
+            modules = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
+            if found := [m for m in modules if m.split(".")[0] in DYNAMIC_MODULES]:
+                raise Unclear(f"imports `{found[0]}`")
             binds |= imported(node)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             raise Unclear(f"`{type(node).__name__.lower()}` statement")
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+        elif isinstance(node, ast.Attribute) and (
+            node.attr.startswith("__") or node.attr in FRAME_ATTRIBUTES
+        ):
             raise Unclear(f"reads `{node.attr}`")
         elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
             binds.add(node.name)
-    if found := sorted(reads & DYNAMIC):
+    if found := sorted(n for n in reads if n in DYNAMIC or HISTORY.match(n)):
         raise Unclear(f"looks names up at run time (`{found[0]}`)")
     return reads, binds
+
+
+def uses_global_rng(source: str) -> bool:
+    """Whether code draws from (or looks at) numpy's, torch's or Python's global generator:
+    ``np.random.<anything>``, ``torch.rand(...)``, ``import random``."""
+    for node in ast.walk(_tree(source)):
+        if isinstance(node, ast.Attribute) and node.attr in GLOBAL_RNG:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+            if any(name.split(".")[-1] == "random" for name in found):
+                return True
+    return False
 
 
 def imported(node: ast.Import | ast.ImportFrom) -> set:
@@ -97,15 +140,122 @@ def changes(source: str, modules: set) -> set:
     return {n.removeprefix("module:") for n in changed}
 
 
-def skippable(sources: list[str], demo: set[int], modules: set) -> set[int]:
+def _own_names(fn) -> set:
+    """The names local to a function: its parameters and what its own scope binds (not
+    nested functions' or comprehensions' scopes, so reading through them stays free)."""
+    args = fn.args
+    own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    own |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    stack = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+            continue
+        if isinstance(
+            node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        ):
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            own.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            own |= imported(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return own
+
+
+def _functions(tree) -> list:
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    return [node for node in ast.walk(tree) if isinstance(node, kinds)]
+
+
+def _free(node, local: set, reads: set) -> None:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        outer = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+        for part in [*outer, *getattr(node, "decorator_list", [])]:  # run where it is defined
+            _free(part, local, reads)
+        inner = local | _own_names(node)
+        for part in node.body if isinstance(node.body, list) else [node.body]:
+            _free(part, inner, reads)
+        return
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+        reads.add(node.id)
+    for child in ast.iter_child_nodes(node):
+        _free(child, local, reads)
+
+
+def global_reads(source: str) -> set:
+    """The names a cell reads from the notebook's namespace: everything it reads at the top
+    level, and what its functions read that is not local to them (when they are called)."""
+    reads: set = set()
+    try:
+        _free(_tree(source), set(), reads)
+    except RecursionError:
+        raise Unclear("nested past the analysis's limits") from None
+    return reads
+
+
+def _plain_default(node) -> bool:
+    """A constant (``-1``, ``None``) or a dotted name (``np.float64``)."""
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    if isinstance(node, ast.Attribute):
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name)
+    return isinstance(node, ast.Constant)
+
+
+def check_answer(source: str, modules: set) -> None:
+    """:class:`Unclear` when the student's code may keep state between calls, so that demo
+    cells calling it could change what later checks see: classes, decorators, defaults that
+    are not plain constants, functions that change names outside their own scope
+    (``f.calls += 1``, ``_log.append(...)``, a closure's list), or a global random
+    generator."""
+    tree = _tree(source)
+    if uses_global_rng(source):
+        raise Unclear("uses a global random generator")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            raise Unclear("defines a class")
+    for fn in _functions(tree):
+        if getattr(fn, "decorator_list", None):
+            raise Unclear("decorates a function")
+        defaults = [*fn.args.defaults, *(d for d in fn.args.kw_defaults if d)]
+        if not all(_plain_default(d) for d in defaults):
+            raise Unclear("a default argument that is not a constant")
+        own = _own_names(fn)
+        for node in ast.walk(fn):
+            touched = []
+            if isinstance(node, (ast.Assign, ast.Delete)):
+                touched = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                touched = [node.target]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                touched = [node.func.value]
+            for target in touched:
+                if isinstance(target, ast.Name):
+                    continue  # binding a name: local to this function (no `global` here)
+                root = _root(target)
+                if root and root not in own and root not in modules:
+                    raise Unclear(f"a function changes `{root}`, outside its own scope")
+
+
+def skippable(sources: list[str], demo: set[int], modules: set, answers=frozenset()) -> set[int]:
     """Of the ``demo`` cells (indexes into ``sources``, a notebook's code in order), those
-    that no later cell which runs depends on; ``modules``: names bound to imported modules.
+    that no later cell which runs depends on; ``modules``: names bound to imported modules;
+    ``answers``: the student's cells, read with :func:`check_answer` too, and whose
+    functions may run at any later point, so what they read counts wherever they stand.
     :class:`Unclear` for any unclear cell."""
-    read_later: set = set()
+    for idx, source in enumerate(sources):
+        names(source)
+        if idx in answers:
+            check_answer(source, modules)
+    read_later: set = set().union(*(global_reads(sources[i]) for i in answers))
     skip = set()
     for idx in range(len(sources) - 1, -1, -1):
         if idx in demo and not changes(sources[idx], modules) & read_later:
             skip.add(idx)
         else:
-            read_later |= names(sources[idx])[0]
+            read_later |= global_reads(sources[idx])
     return skip

@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 def _settings_for_start(args) -> settings.Settings:
     given = {f.name: getattr(args, f.name) for f in fields(settings.Settings)
              if getattr(args, f.name, None) is not None}  # fmt: skip
-    root = args.root or settings.DEFAULT_ROOT
+    root = settings.root_folder(args.root)
     try:  # a restart keeps the options of the last start unless given again
         saved = vars(settings.load(root)) if (root / "hub" / "settings.json").is_file() else {}
     except SystemExit:

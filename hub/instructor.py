@@ -17,6 +17,7 @@ stock ``nbgrader autograde``, and ``feedback`` renders nbgrader's feedback from 
 notebooks and releases it to the students' Assignments tab.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -86,6 +87,11 @@ def _student_config(s: Settings) -> str:
     )
 
 
+# Lab terminals: bash, not the login shell Jupyter starts under a spawner, whose
+# /etc/profile resets PATH and so loses the course environment (`python -m hub` not found).
+TERMINAL = {"ServerApp": {"terminado_settings": {"shell_command": ["/bin/bash"]}}}
+
+
 def write_profiles(s: Settings) -> None:
     """The attendees' launch profile (Assignments and Validate only) and the instructors'
     nbgrader settings, readable by everyone (they hold no secret)."""
@@ -93,6 +99,10 @@ def write_profiles(s: Settings) -> None:
     (student / "nbgrader_config.py").write_text(_student_config(s))
     (s.profiles / "instructor").mkdir(parents=True, exist_ok=True)
     (s.profiles / "instructor" / "nbgrader_config.py").write_text(_nbgrader_config(s))
+    for role in ("student", "instructor"):
+        extra = s.profiles / role / "jupyter_server_config.d"
+        extra.mkdir(exist_ok=True)
+        (extra / "terminal.json").write_text(json.dumps(TERMINAL, indent=1) + "\n")
     for folder, _dirs, files in os.walk(s.profiles):
         os.chmod(folder, 0o755)
         for name in files:

@@ -12,6 +12,7 @@ grades, and refreshes the course from the checkout.
 
 import grp
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -30,12 +31,23 @@ def require_root(what: str) -> None:
         raise environment.SetupError(f"{what} makes and removes unix users: run it as root")
 
 
-def ensure_group(name: str) -> int:
+def ensure_group(name: str, made: Path) -> int:
+    """The gid of the hub's group ``name``, made (and listed in ``made``) if need be. A group
+    the host already had is refused: the end of the day removes the group and its members."""
+    listed = json.loads(made.read_text()) if made.is_file() else []
     try:
-        return grp.getgrnam(name).gr_gid
+        gid = grp.getgrnam(name).gr_gid
     except KeyError:
         subprocess.run(["groupadd", "--system", name], check=True)
+        made.write_text(json.dumps([*listed, name]))
         return grp.getgrnam(name).gr_gid
+    if name not in listed:
+        raise environment.SetupError(
+            f"the group {name!r} already exists and this hub did not make it (the end of the "
+            "day removes its groups and their members): pick others with --group and "
+            "--instructor-group"
+        )
+    return gid
 
 
 def _release_key() -> str:
@@ -61,14 +73,17 @@ def fresh_release(folder: Path) -> Path:
 
 def lay_out(s: Settings) -> None:
     """Everything under ROOT the hub needs, as root."""
-    ensure_group(s.group)
-    gid = ensure_group(s.instructor_group)
     s.root.mkdir(parents=True, exist_ok=True)
     os.chmod(s.root, 0o755)
     s.save()
+    ensure_group(s.group, s.groups_file)
+    gid = ensure_group(s.instructor_group, s.groups_file)
+    print(f"Laying out {s.root}: the release, the course and the grading folder...", flush=True)
     notebooks = fresh_release(s.release)
     environment.write_course(s.course, notebooks)
     instructor.prepare(s, notebooks, gid)
+    print(f"The course environment in {s.env} (the first start copies it: minutes)...",
+          flush=True)  # fmt: skip
     # The instructors' copy first: only they can open it (it has the grader).
     environment.build_env(s.env, s.python_home, [s.private_course, s.course])
     s.exchange.mkdir(exist_ok=True)

@@ -107,6 +107,10 @@ class Settings:
         return self.root / "backups"
 
     @property
+    def groups_file(self) -> Path:  # the unix groups this hub made (the end removes them)
+        return self.state / "groups.json"
+
+    @property
     def passwords_file(self) -> Path:
         return self.state / "passwords.json"
 
@@ -120,9 +124,14 @@ class Settings:
         return path
 
 
+def root_folder(root: Path | None = None) -> Path:
+    """``root``, or ``ATTN_HUB_ROOT``, or the default."""
+    return Path(root or os.environ.get(ROOT_VARIABLE) or DEFAULT_ROOT)
+
+
 def load(root: Path | None = None) -> Settings:
     """The settings the server at ``root`` (or ``ATTN_HUB_ROOT``, or the default) runs with."""
-    root = Path(root or os.environ.get(ROOT_VARIABLE) or DEFAULT_ROOT)
+    root = root_folder(root)
     path = root / "hub" / "settings.json"
     try:
         data = json.loads(path.read_text())

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures import attacks, mistakes
+from fixtures import attacks, mistakes, short_run
 from fixtures.adversarial import NB, build
 
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
@@ -82,6 +82,7 @@ def graded(tmp_path_factory, listener):
     subs, out = root / "submissions", root / "out"
     cases = build(subs, REPO_ROOT, out)
     cases |= attacks.build(subs, REPO_ROOT, out, listener["port"])
+    cases |= short_run.build(subs)
     MISTAKES.update(mistakes.build(subs))
     before = {p: p.stat().st_mtime_ns for p in subs.rglob("*")}
     proc = _grade(subs, out)
@@ -172,6 +173,7 @@ CASE_IDS = (
     untitled nested zip_inside zoe not_submitted
 """.split()
     + list(attacks.ATTACKS)
+    + list(short_run.attacks())
 )
 
 

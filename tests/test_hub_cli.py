@@ -4,6 +4,7 @@ the course, and bad input gets one clear line, never a traceback."""
 import subprocess
 import sys
 
+import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from grader.course import REPO_ROOT, assignments
@@ -49,3 +50,22 @@ def test_cgroup_limits_are_the_settings():
     v1 = bounds.cgroup_files(1)
     assert int(v1["memory"]["memory.limit_in_bytes"]) == s.memory_mb * 2**20
     assert v1["cpu"]["cpu.cfs_quota_us"] == str(int(s.cpus * 100_000))
+
+
+def test_start_takes_its_root_from_the_environment_as_the_help_says(tmp_path, monkeypatch):
+    from hub import cli
+
+    monkeypatch.setenv(settings.ROOT_VARIABLE, str(tmp_path))
+    assert cli._settings_for_start(cli._parser().parse_args(["start"])).root == tmp_path.resolve()
+    given = cli._parser().parse_args(["--root", str(tmp_path / "other"), "start"])
+    assert cli._settings_for_start(given).root == (tmp_path / "other").resolve()
+
+
+def test_a_group_the_host_already_had_is_refused(tmp_path):
+    """The end of the day removes the hub's groups and their members: never the host's."""
+    from hub import server
+    from hub.environment import SetupError
+
+    with pytest.raises(SetupError, match="already exists and this hub did not make it"):
+        server.ensure_group("root", tmp_path / "groups.json")
+    assert not (tmp_path / "groups.json").exists()

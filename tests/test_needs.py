@@ -6,7 +6,7 @@ import pytest
 from fixtures.adversarial import NB, honest, with_answer
 
 from grader import course, needs, settings
-from grader.job import Job, State, choose_cells, read, rebuild
+from grader.job import Job, State, choose_cells, code_view, read, rebuild
 from grader.trusted import models
 
 MODULES = {"np", "torch", "plt"}
@@ -66,25 +66,6 @@ def _trusted():
     return models(course.assignments(), settings.load().release_cache)
 
 
-def _code_sources(trusted, nb) -> tuple[list[str], dict, set]:
-    """The analysis's view of a notebook: code sources in order (test cells as they run),
-    {position: cell index} and the positions of demo cells."""
-    tests = {t.id: t for t in trusted.tests}
-    sources, where, demo = [], {}, set()
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        test = tests.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-        if test and test.hidden:
-            sources.append("\n".join(fn for _, fn in test.verifies))
-        else:
-            sources.append(test.source if test else cell.source)
-        where[len(sources) - 1] = i
-        if needs.is_demo(cell):
-            demo.add(len(sources) - 1)
-    return sources, where, demo
-
-
 @pytest.mark.parametrize("assignment", course.assignments())
 def test_every_demo_mark_holds_for_the_solutions(assignment):
     """Each cell solutions/ marks as a demo is a plain code cell that the analysis leaves out
@@ -95,8 +76,10 @@ def test_every_demo_mark_holds_for_the_solutions(assignment):
     assert marked, f"{assignment} marks no demo cell"
     assert all("nbgrader" not in source.cells[i].metadata for i in marked)
     assert marked == set(trusted.demo), "the trusted release lost or moved the marks"
-    sources, where, demo = _code_sources(trusted, source)
-    left_out = {where[k] for k in needs.skippable(sources, demo, set(trusted.module_names))}
+    code, sources, _, answers = code_view(source, trusted)
+    demo = {k for k, i in enumerate(code) if i in marked}
+    left_out = needs.skippable(sources, demo, set(trusted.module_names), answers)
+    left_out = {code[k] for k in left_out}
     assert left_out == marked, (
         f"marked but needed by a later cell: {sorted(marked - left_out)}; see grader.needs"
     )
