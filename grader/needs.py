@@ -5,12 +5,20 @@ metadata ``"attn": {"demo": true}``; STYLE_GUIDE.md says when). Grading leaves a
 out only when no cell that runs after it reads a name it may change, as far as reading the
 code can tell: the names it binds (assignments, ``def``, imports, loop targets, ...), the
 objects it assigns into (``x[i] = ...``), calls a method of (``rng.normal()``) or passes to a
-call (``train(model)``); imported modules aside. The student's answer cells are read at
-grading time. Code that cannot be read with certainty makes the notebook run in full: it does
-not parse (magics, syntax errors), looks names up at run time (``globals()``, ``eval``,
-``getattr``, ``__dict__``, ...), star-imports, or declares ``global``. ``grader.job`` also
-runs the notebook in full whenever a check fails or a limit is hit in the shorter run, so the
-shorter run can only confirm full marks.
+call (``train(model)``), and a module whose global state it sets (``torch.manual_seed``).
+What a cell reads is what it reads at the top level plus what its functions read from the
+notebook's namespace; the student's functions may run at any later point, so what answer
+cells read counts wherever they stand.
+
+Anything that cannot be read with certainty makes the notebook run in full: code that does
+not parse (magics, syntax errors, nesting past the parser's limits); names looked up at run
+time (``globals()``, ``dir()``, ``eval``, ``getattr``, ``__dict__``, frames, the kernel's
+``In``/``Out`` history, ``__main__``, ``inspect``, ``sys``, ...); star imports, ``global``;
+and answers that may keep state between calls (classes, decorators, defaults that are not
+constants, functions that change names outside their own scope) or use a global random
+generator, since demo cells call the student's functions and draw from those generators.
+``grader.job`` also runs the notebook in full whenever a check fails or a limit is hit in the
+shorter run, so the shorter run can only confirm full marks.
 """
 
 import ast
