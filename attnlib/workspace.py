@@ -11,6 +11,7 @@ each copy was made from, so:
 Backups go to ``work/backups/<date_time>/``. Nothing is ever deleted.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnlib.paths import REPO_ROOT
+from attnlib.paths import FORMER_NAMES, REPO_ROOT
 
 RELEASE = REPO_ROOT / "notebooks"
 WORK = REPO_ROOT / "work"
@@ -85,10 +86,28 @@ def _add_missing(release: Path, work: Path) -> list[str]:
             shutil.copyfile(path, copy)
             manifest[name] = _digest(path)
             if not first_time:
-                notes.append(f"{name}: added to {work}")
+                notes.append(_carry_over(name, copy, work) or f"{name}: added to {work}")
     work.mkdir(parents=True, exist_ok=True)
     _save_manifest(work, manifest)
     return notes
+
+
+def _carry_over(name: str, copy: Path, work: Path) -> str:
+    """The learner's answers from their copy under ``name``'s former name, if any, merged
+    into the fresh ``copy``; the old file moves to the backups. Returns what was done."""
+    old = next((work / o / f"{o}.ipynb" for o, n in FORMER_NAMES.items() if n == name), None)
+    if old is None or not old.is_file():
+        return ""
+    new, kept, _ = merge(nbformat.read(copy, as_version=4), _read(old))
+    nbformat.write(new, copy)
+    backup = _backup(old, work)
+    old.unlink()
+    with contextlib.suppress(OSError):  # the folder stays if the learner put more in it
+        old.parent.rmdir()
+    return (
+        f"{name}: added to {work}, the course's new name for {old.stem}; your answers kept: "
+        f"{', '.join(kept) or 'none written yet'}; old file in {_relative(backup, work)}"
+    )
 
 
 def stale(release: Path = RELEASE, work: Path = WORK) -> list[str]:

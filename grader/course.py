@@ -11,12 +11,13 @@ from pathlib import Path
 
 import nbformat
 
+from attnlib.paths import FORMER_NAMES  # noqa: F401 (the graders' view of it)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO_ROOT / "solutions"
 RELEASE = REPO_ROOT / "notebooks"
-# Notebooks that were renamed: {old name: current name}. Submissions under an old name (made
-# from an older release) are graded as the notebook they are, with a note.
-FORMER_NAMES = {"07_attention_maps": "08_attention_maps"}
+# Submissions under a notebook's former name (attnlib.paths.FORMER_NAMES, made from an
+# older release) are graded as the notebook they are, with a note.
 
 
 @dataclass

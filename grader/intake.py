@@ -111,11 +111,11 @@ def collect_student(
                 candidates[a].append((0, "", path))
                 matched = True
             elif FORMER_NAMES.get(path.stem) == a and path.suffix == ".ipynb":
-                candidates[a].append(
+                candidates[a].append(  # after a file under the current name
                     (
-                        0,
+                        1,
                         f"submitted as `{rel}`, this notebook's name before it was renamed "
-                        f"{a}: graded as {a}",
+                        f"{a}: graded as {a}; hand it in as `{a}.ipynb` next time",
                         path,
                     )
                 )

@@ -250,7 +250,7 @@ def choose_cells(s: State) -> None:
     """The demo cells no check depends on, left out of the run (``grader.needs``); none when
     the settings say so or any cell cannot be read with certainty."""
     trusted = s.job.trusted
-    if not s.job.settings["skip_demo_cells"] or not trusted.demo:
+    if not s.job.settings["skip_demo_cells"] or not trusted.demo or _unwritten(s.nb, trusted):
         return
     code, sources, demo, answers = code_view(s.nb, trusted)
     try:
@@ -258,6 +258,16 @@ def choose_cells(s: State) -> None:
     except needs.Unclear:
         left_out = set()
     s.skip = {code[k] for k in left_out}
+
+
+def _unwritten(nb, trusted: Trusted) -> bool:
+    """An exercise still holds the release's stub: its check cannot pass, so a short run
+    would only be run again in full."""
+    return any(
+        trusted.stubs.get(c.metadata.get("nbgrader", {}).get("grade_id")) == c.source
+        for c in nb.cells
+        if c.cell_type == "code"
+    )
 
 
 def confirm(s: State) -> None:

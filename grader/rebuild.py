@@ -99,6 +99,10 @@ def submitted_cells(data: dict) -> list[dict]:
     return cells
 
 
+# What a student does about a submission made from an older release.
+UPDATE = "If a check fails that passed for you, copy your answers into the current release."
+
+
 def release_notes(data: dict, notebook: str, version: str, name: str) -> list[str]:
     """Notes on the release a submission says it was made from (its metadata)."""
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
@@ -107,7 +111,8 @@ def release_notes(data: dict, notebook: str, version: str, name: str) -> list[st
         return []  # intake's note already says which notebook it is and how it was graded
     if made is None:
         return [
-            f"`{name}` was made from an older release (no release version); graded as {notebook}"
+            f"`{name}` was made from an older release (no release version); graded as "
+            f"{notebook}. {UPDATE}"
         ]
     notes = []
     if made.get("notebook") != notebook:
@@ -115,7 +120,7 @@ def release_notes(data: dict, notebook: str, version: str, name: str) -> list[st
     elif made.get("version") != version:
         notes.append(
             f"made from release {str(made.get('version'))[:20]} of {notebook} "
-            f"(the current one is {version})"
+            f"(the current one is {version}). {UPDATE}"
         )
     return notes
 

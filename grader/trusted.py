@@ -12,7 +12,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -46,6 +46,7 @@ class Trusted:
     shortcuts: dict  # {exercise: {module prefix: names}}: the run-time tripwire's rules
     demo: frozenset = frozenset()  # indexes of the release's demo cells (grader.needs)
     module_names: frozenset = frozenset()  # names the imports cell binds to modules
+    stubs: dict = field(default_factory=dict)  # {grade_id: release source} of checked answers
 
 
 def _inputs_hash() -> str:
@@ -122,6 +123,7 @@ def model(notebook: str, folder: Path) -> Trusted:
         shortcuts(),
         frozenset(i for i, c in enumerate(base.cells) if needs.is_demo(c)),
         frozenset(n for n, full in scan.module_names(imports).items() if _is_module(full)),
+        {ex.grade_id: release_cells[ex.grade_id].source for ex in exercises if ex.test_ids},
     )
 
 

@@ -17,7 +17,6 @@ stock ``nbgrader autograde``, and ``feedback`` renders nbgrader's feedback from 
 notebooks and releases it to the students' Assignments tab.
 """
 
-import json
 import os
 import shutil
 import subprocess
@@ -89,7 +88,12 @@ def _student_config(s: Settings) -> str:
 
 # Lab terminals: bash, not the login shell Jupyter starts under a spawner, whose
 # /etc/profile resets PATH and so loses the course environment (`python -m hub` not found).
-TERMINAL = {"ServerApp": {"terminado_settings": {"shell_command": ["/bin/bash"]}}}
+# A config file, not jupyter_server_config.d (the server reads only extensions from there).
+TERMINAL = (
+    "# Written by `python -m hub start`: Lab terminals keep the course environment's PATH.\n"
+    "c = get_config()  # noqa: F821\n"
+    "c.ServerApp.terminado_settings = {'shell_command': ['/bin/bash']}\n"
+)
 
 
 def write_profiles(s: Settings) -> None:
@@ -100,9 +104,7 @@ def write_profiles(s: Settings) -> None:
     (s.profiles / "instructor").mkdir(parents=True, exist_ok=True)
     (s.profiles / "instructor" / "nbgrader_config.py").write_text(_nbgrader_config(s))
     for role in ("student", "instructor"):
-        extra = s.profiles / role / "jupyter_server_config.d"
-        extra.mkdir(exist_ok=True)
-        (extra / "terminal.json").write_text(json.dumps(TERMINAL, indent=1) + "\n")
+        (s.profiles / role / "jupyter_server_config.py").write_text(TERMINAL)
     for folder, _dirs, files in os.walk(s.profiles):
         os.chmod(folder, 0o755)
         for name in files:

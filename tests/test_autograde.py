@@ -26,6 +26,7 @@ import nbformat
 import pytest
 from fixtures import attacks, mistakes, short_run
 from fixtures.adversarial import NB, build
+from fixtures.validate import failed_cells, validate
 
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
 from grader.job import NOT_RUN
@@ -141,6 +142,25 @@ def test_untouched_release_scores_zero_with_a_reason(graded, assignment):
             assert "isn't written yet" in row["message"], row
         else:
             assert row["message"] == "No answer written."
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_the_untouched_release_stops_in_one_line_per_cell(graded, assignment):
+    """What a learner sees running a notebook before writing anything (its full run, in the
+    graded copy): every cell that stops shows one line, hint first, and no figure."""
+    path = graded[1] / "nbgrader" / "autograded" / "all_release" / assignment
+    nb = nbformat.read(path / f"{assignment}.ipynb", as_version=4)
+    stopped = 0
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if not errors:
+            continue
+        stopped += 1
+        (error,) = errors
+        assert len(error.traceback) == 1, f"code cell {i} shows a traceback: {error.traceback}"
+        assert error.traceback[0].startswith("\x1b[1;31m✗ "), f"code cell {i}: {error.traceback}"
+        assert not any("image/png" in o.get("data", {}) for o in cell.outputs), f"code cell {i}"
+    assert stopped, "no cell stopped: the untouched release was not run in full"
 
 
 def test_totals_and_missing_notebooks(graded):
@@ -417,23 +437,10 @@ def test_grading_names_every_mistake_it_grades(graded):
 
 
 def _validate(path: str) -> dict:
-    """{visible test source: its one-line message} of the cells nbgrader's Validate (the
-    learner's toolbar button) fails on ``path``, with the course's nbgrader_config.py (what
-    the cell printed on stderr before it, e.g. a RuntimeWarning, left out)."""
-    import re
-
-    from nbgrader.apps import NbGrader
-    from nbgrader.validator import Validator
-
-    app = NbGrader()
-    app.config_file_paths.append(str(REPO_ROOT))
-    app.load_config_file()
-    failed = Validator(config=app.config).validate(path).get("failed", [])
-    found = {}
-    for cell in failed:
-        text = re.sub(r"\x1b\[[0-9;]*m", "", cell["raw_error"])
-        found[cell["source"]] = text.rpartition("✗ ")[2].strip()
-    return found
+    """{visible test source: its one-line message} of the cells Validate fails on ``path``
+    (what the cell printed on stderr before it, e.g. a RuntimeWarning, left out)."""
+    found = failed_cells(validate(path))
+    return {source: text.rpartition("✗ ")[2].strip() for source, text in found.items()}
 
 
 def _says_the_same(graded: str, validated: str) -> bool:
@@ -510,12 +517,16 @@ def test_rerun_is_identical_and_isolated(graded, tmp_path):
 def test_leaving_out_demo_cells_changes_no_grade(graded, tmp_path):
     """The batch ran each notebook without the demo cells no check depends on (issue 14). A
     result of that shorter run stands only with full marks; any other notebook ran again in
-    full. Regrading with --full-run every result that stood, and the first one per notebook
-    that ran again, gives the very same grades.csv rows."""
+    full, and a notebook with an exercise left as released ran in full at once. Regrading with
+    --full-run every result that stood, and the first one per notebook that ran again, gives
+    the very same grades.csv rows."""
     subs, _, _, rows, results, _ = graded
     stood = {k for k, r in results.items() if r.get("demo_cells_left_out")}
     again = {k for k, r in results.items() if "full_run" in r["timings"]}
     assert stood and again and not stood & again
+    for notebook in assignments():  # an unwritten exercise cannot pass: the full run at once
+        result = results["all_release", notebook]
+        assert "short_run" not in result["timings"] and not result.get("demo_cells_left_out")
     for key in stood:
         assert all(row["points"] == row["max_points"] or not row["autograded"]
                    for row in results[key]["rows"]), key  # fmt: skip

@@ -27,10 +27,10 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from exercises.catalogue import failures
 from fixtures.batches import Batch
 
 from attnlib import setup_lab
-from attnlib.checks import CheckFailed
 from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
 from grader.hidden import catalogue, compile_answer
@@ -421,15 +421,12 @@ def test_saving_writes_the_learner_copy_never_the_release(lab, page):
 def _longest_visible_message(notebook, namespace):
     """(exercise, mistake, message): the catalogue mistake whose visible check says most."""
     found = []
-    checks = __import__(f"attnlib.checks.nb{notebook}", fromlist=["_"])
     for name, spec in catalogue(notebook).items():
         for mistake in (m for m in spec.mistakes if m.caught_by != "hidden"):
             fn = compile_answer(mistake.source, name, namespace)
-            try:
-                with np.errstate(all="ignore"):
-                    getattr(checks, f"check_{name}")(fn)
-            except CheckFailed as err:
-                found.append((len(str(err)), name, mistake, str(err)))
+            with np.errstate(all="ignore"):
+                message = failures(notebook, name, fn, checks=("visible",))["visible"]
+            found.append((len(message), name, mistake, message))
     return max(found, key=lambda f: f[0])[1:]
 
 

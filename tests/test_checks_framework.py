@@ -77,7 +77,8 @@ def test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel():
 def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
     """A written but wrong exercise: its check fails, and every later cell that needs it
     (directly, through a result, through another exercise) says so in one line, hint first,
-    draws no empty axes, and goes back to ordinary tracebacks once the check passes."""
+    draws no empty axes, and goes back to ordinary tracebacks once the check passes; an answer
+    cell with a syntax error leaves its check one line that says to run it without an error."""
     cells = {
         "imports": "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')"
         "\nimport matplotlib.pyplot as plt\nimport types\n"
@@ -97,6 +98,8 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
         "check h": "check_h(h)",
         "misnamed": "def soft_max(x):\n    return x",  # the exercise is `softmax`
         "check softmax": "checks.check_softmax(softmax)",
+        "syntax error": "def k(x)\n    return 2 * x",  # no colon: k is never defined
+        "check k": "check_g(k)",
         "g fixed": "def g(x):\n    return 2 * x",
         "check g again": "check_g(g)",
         "after": "table['doubled']",  # g passes now: a plain KeyError again
@@ -117,5 +120,8 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
     assert len(misnamed.traceback) == 1
     assert "`softmax` is not defined: run its answer cell" in misnamed.traceback[0]
     assert "A cell defines `soft_max`: did you mean `softmax`?" in misnamed.traceback[0]
+    assert _error(outputs["syntax error"]).ename == "SyntaxError"  # Python's own, with its line
+    (undefined,) = _error(outputs["check k"]).traceback
+    assert "`k` is not defined: run its answer cell above" in undefined
     assert any("✓ `g`" in o.get("text", "") for o in outputs["check g again"])
     assert len(_error(outputs["after"]).traceback) > 1, "an ordinary traceback once g passes"

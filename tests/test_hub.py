@@ -286,6 +286,50 @@ def test_servers_run_from_the_shared_environment_with_limits(hub):
     assert "idle-culler@127.0.0.1" in hub.log_text(None), "the idle culler never asked the hub"
 
 
+def _terminal(hub, name: str, command: str, marker: str, seconds: float = 60) -> str:
+    """What ``command``, typed into a new terminal of ``name``'s Lab, prints until
+    ``marker`` appears, the shell exits or ``seconds`` pass (the terminal's websocket, as
+    the Lab's Terminal panel uses it)."""
+    import asyncio
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    terminal = hub.call(name, "POST", "api/terminals").json()["name"]
+    session, prefix = hub.sessions[name], f"/user/{name}/"
+    cookies = "; ".join(f"{c.name}={c.value}" for c in session.cookies if prefix.startswith(c.path))
+    url = f"ws://127.0.0.1:{hub.port}{prefix}terminals/websocket/{terminal}"
+
+    async def talk() -> str:
+        conn = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}))
+        conn.write_message(json.dumps(["stdin", command + "\n"]))
+        seen, deadline = "", time.monotonic() + seconds
+        while marker not in seen and (left := deadline - time.monotonic()) > 0:
+            try:
+                message = await asyncio.wait_for(conn.read_message(), left)
+            except TimeoutError:
+                break
+            if message is None:
+                break
+            kind, *data = json.loads(message)
+            seen += data[0] if kind == "stdout" else ""
+        conn.close()
+        return seen
+
+    try:
+        return asyncio.run(talk())
+    finally:
+        hub.call(name, "DELETE", f"api/terminals/{terminal}")
+
+
+def test_the_instructor_s_terminal_runs_the_course_commands(hub):
+    """The README's `python -m hub ...`, typed in the instructor's Lab terminal, finds the
+    course environment (a login shell's /etc/profile would reset PATH)."""
+    said = _terminal(hub, INSTRUCTOR, "python -m hub --help > /dev/null && echo HUB-$((6 * 7))",
+                     "HUB-42")  # fmt: skip
+    assert "HUB-42" in said, f"the terminal printed:\n{said}"
+
+
 def test_instructor_releases_to_the_exchange(hub):
     hub.as_instructor("release", NB)
     exchange = hub.settings.exchange

@@ -4,7 +4,6 @@ submissions that carry the mistake catalogue (``fixtures.batches``) each mistake
 check must catch fails its exercise's visible test cell with its words, while every other
 exercise (hidden-only mistakes and alternatives included) passes."""
 
-import re
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -13,13 +12,11 @@ from multiprocessing import get_context
 import nbformat
 import pytest
 from fixtures.batches import batches
-from nbgrader.apps import NbGrader
+from fixtures.validate import course_validator, failed_cells, validate
 from nbgrader.validator import Validator
 
 from grader.course import REPO_ROOT, assignments, exercises, release_path, source_path
 from grader.hidden import Mistake
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.mark.parametrize("assignment", assignments())
@@ -46,23 +43,10 @@ def _failed_test_cells(nb, result) -> dict[str, str]:
         for c in nb.cells
         if c.metadata.get("nbgrader", {}).get("grade")
     }
-    return {by_source[f["source"]]: ANSI.sub("", f["raw_error"]) for f in result.get("failed", [])}
+    return {by_source[source]: text for source, text in failed_cells(result).items()}
 
 
 BATCHES = [b for a in assignments() for b in batches(a)]
-
-
-def course_validator(**traits) -> Validator:
-    """nbgrader's Validator with the course's nbgrader_config.py, as the Validate button and
-    `nbgrader validate` load it."""
-    app = NbGrader()
-    app.config_file_paths.append(str(REPO_ROOT))
-    app.load_config_file()
-    return Validator(config=app.config, **traits)
-
-
-def _validate(path: str) -> dict:
-    return course_validator().validate(path)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +63,7 @@ def validated(tmp_path_factory):
         notebooks.append(nb)
         paths.append(str(path))
     with ProcessPoolExecutor(max_workers=3, mp_context=get_context("spawn")) as pool:
-        results = list(pool.map(_validate, paths))
+        results = list(pool.map(validate, paths))
     return {
         b: (path, _failed_test_cells(nb, r))
         for b, nb, path, r in zip(BATCHES, notebooks, paths, results, strict=True)

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from attnlib import workspace
+from attnlib.paths import FORMER_NAMES
 from grader.course import RELEASE, REPO_ROOT
 
 NB = "01_soft_lookup"
@@ -106,6 +107,30 @@ def test_update_keeps_answers_and_own_cells_and_backs_up(course):
     assert sources.index(scratch.source) == sources.index(MINE) + 1, "own cell moved"
     backup = work / lines[0].split("old file in ")[1].removeprefix(f"{work.name}/")
     assert backup.read_bytes() == old
+    assert workspace.update(release, work) == ["your work folder already has the latest release"]
+
+
+def test_update_carries_a_renamed_notebook_over_with_its_answers(course):
+    """A work folder made before a notebook was renamed: `update` moves the learner's
+    answers into the notebook's new name and the old file into the backups."""
+    release, work = course
+    old_name, name = next(iter(FORMER_NAMES.items()))
+    workspace.ensure(release, work)
+    copy = work / name / f"{name}.ipynb"
+    gid = workspace.exercises(copy)[0]
+    _edit(copy, _set_answer(gid, MINE))
+    old = work / old_name / f"{old_name}.ipynb"  # as the release before the rename made it
+    old.parent.mkdir()
+    copy.rename(old)
+    copy.parent.rmdir()
+    lines = workspace.update(release, work)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{name}: added to {work}, the course's new name for {old_name}")
+    assert f"your answers kept: {gid}" in lines[0]
+    assert _answer(copy, gid).source == MINE
+    assert not old.parent.exists(), "the old notebook is still in the work folder"
+    backup = work / lines[0].split("old file in ")[1].removeprefix(f"{work.name}/")
+    assert _answer(backup, gid).source == MINE
     assert workspace.update(release, work) == ["your work folder already has the latest release"]
 
 

@@ -72,6 +72,7 @@ class Exercise:
     shortcuts: dict = field(default_factory=dict)
     alternatives: list = field(default_factory=list)  # [Alternative]
     module: str = ""  # the hidden module, named after the notebook ("nb01_soft_lookup")
+    parts: tuple = ()  # names of the arrays a tuple result holds, for messages ("Q", "K", "V")
 
     @property
     def notebook(self) -> str:
@@ -92,6 +93,7 @@ def exercise(
     rtol=1e-5,
     outcome=None,
     shortcuts=None,
+    parts=(),
 ):
     """Decorator: register the function below as the reference for exercise ``name``.
 
@@ -113,6 +115,7 @@ def exercise(
             dict(shortcuts or {}),
             list(alternatives),
             reference.__module__,
+            tuple(parts),
         )
         return reference
 
@@ -201,7 +204,7 @@ def _judged(spec, result, args):
     return spec.outcome(result, _copy(args)) if spec.outcome else result
 
 
-def _shape_message(name, got, want, args) -> str | None:
+def _shape_message(name, got, want, args, parts=()) -> str | None:
     """Shape first: the result's structure or shape, when it differs from the reference's."""
     got_parts, want_parts = _as_parts(got), _as_parts(want)
     if len(got_parts) != len(want_parts):
@@ -209,11 +212,12 @@ def _shape_message(name, got, want, args) -> str | None:
             f"Hidden check: `{name}` returned {len(got_parts)} array(s), expected "
             f"{len(want_parts)}, on a random input ({_describe(args)})."
         )
-    for g, w in zip(got_parts, want_parts, strict=True):
+    for i, (g, w) in enumerate(zip(got_parts, want_parts, strict=True)):
         if g.shape != w.shape:
             expected = "one number" if w.shape == () else f"shape {w.shape}"
+            what = f"{parts[i]} of shape" if i < len(parts) else "shape"
             return (
-                f"Hidden check: `{name}` returned shape {g.shape} where {expected} was "
+                f"Hidden check: `{name}` returned {what} {g.shape} where {expected} was "
                 f"expected, on a random input ({_describe(args)})."
             )
     return None
@@ -255,7 +259,9 @@ def check_case(name: str, args, got) -> None:
         got = _judged(entry, got, args)
         if same(got, want, entry.atol, entry.rtol):
             return
-        message = _named(name, entry, got, args) or _shape_message(name, got, want, args)
+        message = _named(name, entry, got, args) or _shape_message(
+            name, got, want, args, entry.parts
+        )
     except (TypeError, ValueError, IndexError) as err:
         raise CheckFailed(f"Hidden check: `{name}` returned {err}.") from None
     raise CheckFailed(

@@ -113,6 +113,7 @@ def _qkv_cases(rng):
 @exercise(
     "qkv",
     cases=_qkv_cases,
+    parts=("Q", "K", "V"),
     mistakes=[
         Mistake(
             "K-V-swapped",
@@ -168,6 +169,14 @@ def _qkv_cases(rng):
                 return np.stack([project(X, W_Q), project(X, W_K), project(X, W_V)])
             """,
             says=("tuple",),
+        ),
+        Mistake(
+            "V-transposed",
+            """
+            def qkv(X, W_Q, W_K, W_V):
+                return project(X, W_Q), project(X, W_K), project(X, W_V).T
+            """,
+            says=("returned V of shape",),
         ),
     ],
     alternatives=[

@@ -56,6 +56,8 @@ def main(argv=None) -> None:
     np.random.seed(seed % 2**32)
     app = IPKernelApp.instance()
     app.initialize(sys.argv[1:] if argv is None else argv)
+    # attnlib.checks was imported before the shell existed: its one-line messages now.
+    attnlib.checks._cells.install(attnlib.checks.CheckFailed)
     for info in pkgutil.iter_modules(attnlib.checks.__path__):
         importlib.import_module(f"attnlib.checks.{info.name}")
     import grader.kernel.recorders  # noqa: F401 (loaded before the policy, like the checks)

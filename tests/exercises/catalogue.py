@@ -18,11 +18,11 @@ def visible_check(notebook: str, exercise: str):
     return getattr(importlib.import_module(f"attnlib.checks.nb{notebook}"), f"check_{exercise}")
 
 
-def failures(notebook: str, exercise: str, fn) -> dict[str, str]:
-    """{"visible": message, "hidden": message} of the checks that fail on ``fn``."""
+def failures(notebook: str, exercise: str, fn, checks=("visible", "hidden")) -> dict[str, str]:
+    """{"visible": message, "hidden": message} of the ``checks`` that fail on ``fn``."""
     found = {}
     runs = {"visible": visible_check(notebook, exercise), "hidden": lambda f: verify(exercise, f)}
-    for which, run in runs.items():
+    for which, run in ((w, runs[w]) for w in checks):
         try:
             run(fn)
         except CheckFailed as err:
