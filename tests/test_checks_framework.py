@@ -52,18 +52,20 @@ def _error(outputs):
 
 
 def test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel():
-    """Stub, a demo cell using it, a cell using the demo's result, and a real typo."""
+    """Stub, a demo cell using it, cells using what the demo cell set (or would have set
+    after the call that stopped it), and a real typo."""
     cells = [
         "from attnlib.checks._core import call\nimport numpy as np",
         "def f(x):\n    raise NotImplementedError()",
         "call(f, 1)",  # the check
-        "y = f(2)",  # a demo cell using the exercise
+        "y = f(2)\nunit = 2**20",  # a demo cell using the exercise: its last line never runs
         "print(y)",  # a cell using the demo's result
+        "print(unit)",  # a cell using what the demo cell would have set after the call
         "def f(x):\n    return x",  # the learner finishes the exercise
         "print(undefined_name)",  # now a NameError is just a NameError
     ]
     outputs = _run_in_a_kernel(cells)
-    check, demo, follow, typo = (_error(outputs[i]) for i in (2, 3, 4, 6))
+    check, demo, follow, later, typo = (_error(outputs[i]) for i in (2, 3, 4, 5, 7))
     assert check.ename == "CheckFailed" and len(check.traceback) == 1
     assert "`f` isn't written yet" in check.traceback[0]
     assert demo.ename == "NotImplementedError" and len(demo.traceback) == 1
@@ -71,6 +73,7 @@ def test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel():
     assert follow.ename == "NameError" and len(follow.traceback) == 1
     assert "needs `f`, which isn't written yet" in follow.traceback[0]
     assert "NameError: name 'y' is not defined" in follow.traceback[0], "the error comes after"
+    assert len(later.traceback) == 1 and "needs `f`, which isn't written yet" in later.traceback[0]
     assert typo.ename == "NameError" and "isn't written yet" not in "".join(typo.traceback)
 
 
@@ -98,10 +101,10 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
         "check h": "check_h(h)",
         "misnamed": "def soft_max(x):\n    return x",  # the exercise is `softmax`
         "check softmax": "checks.check_softmax(softmax)",
-        "syntax error": "def k(x)\n    return 2 * x",  # no colon: k is never defined
-        "check k": "check_g(k)",
         "g fixed": "def g(x):\n    return 2 * x",
         "check g again": "check_g(g)",
+        "syntax error": "def k(x)\n    return 2 * x",  # no colon: k is never defined
+        "check k": "check_k = check_g\ncheck_k(k)",
         "after": "table['doubled']",  # g passes now: a plain KeyError again
     }
     outputs = dict(zip(cells, _run_in_a_kernel(list(cells.values())), strict=True))

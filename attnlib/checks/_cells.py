@@ -94,7 +94,8 @@ def _names(statement) -> tuple[set, set, set]:
 def _needed(cells: list[str], unfinished, line=None) -> list[str]:
     """The unfinished exercises that the last of ``cells`` (in the order they ran), up to its
     ``line``, relies on: directly, or through names that earlier statements computed from
-    them."""
+    them. A statement after one that needs an exercise may never have run (the cell stopped
+    there), so what it binds needs that exercise too."""
     came_from: dict[str, set] = {}
     needs: set = set()
     for k, source in enumerate(cells):
@@ -103,12 +104,11 @@ def _needed(cells: list[str], unfinished, line=None) -> list[str]:
             if k == len(cells) - 1 and line is not None and statement.lineno > line:
                 break
             read, bound, changed = _names(statement)
-            these = (read & unfinished.keys()).union(*(came_from.get(n, ()) for n in read))
-            needs |= these
+            needs |= (read & unfinished.keys()).union(*(came_from.get(n, ()) for n in read))
             for name in bound:
-                came_from[name] = these
+                came_from[name] = set(needs)
             for name in changed:  # a container keeps what it held, and gains this
-                came_from[name] = came_from.get(name, set()) | these
+                came_from[name] = came_from.get(name, set()) | needs
     return [name for name in unfinished if name in needs]
 
 
