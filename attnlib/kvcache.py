@@ -4,7 +4,9 @@
 Each layer keeps the keys and values of the positions seen so far; a step computes only the
 new positions' queries, keys and values and attends from the new queries to the cache. It
 uses only the model's public pieces (embeddings, LayerNorms, ``W_Q``/``W_K``/``W_V``/``W_O``,
-:func:`attnlib.model.rope`), so it computes what the full forward pass computes.
+RoPE's :func:`attnlib.model.rope_angles` and :func:`attnlib.model.rotate`), so it computes
+what the full forward pass computes. Steps run under ``torch.inference_mode``: no autograd
+bookkeeping in a loop of small calls.
 
 With ``window`` the cache keeps the first ``n_sink`` positions plus the last ``window``
 (self included) and evicts the rest, as StreamingLLM does. RoPE positions are then either
@@ -24,12 +26,13 @@ import math
 import time
 
 import torch
+import torch.nn.functional as F
 
-from attnlib.model import rope
+from attnlib.model import rope_angles, rotate
 
 
 class LayerCache:
-    """One layer's keys and values, ``[B, n_heads, capacity, d_head]``, preallocated.
+    """One layer's keys and values, ``KV [2, B, n_heads, capacity, d_head]``, preallocated.
 
     ``positions[i]`` is the text position of slot i. With ``reindex`` the keys are stored
     before RoPE (they are rotated to their slot on every read); otherwise they are stored
@@ -37,36 +40,34 @@ class LayerCache:
     """
 
     def __init__(self, B, n_heads, d_head, capacity, n_sink, dtype):
-        shape = (B, n_heads, capacity, d_head)
-        self.K, self.V = torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)
+        self.KV = torch.empty((2, B, n_heads, capacity, d_head), dtype=dtype)
         self.positions = torch.empty(capacity, dtype=torch.long)
-        self.n, self.n_sink = 0, n_sink
+        self.n, self.n_sink, self.capacity = 0, n_sink, capacity
 
-    def append(self, k, v, positions):
-        """Add ``k, v [B, n_heads, C, d_head]``; when full, drop the oldest non-sink slot."""
-        C = k.shape[2]
-        if self.n + C > self.K.shape[2]:
+    def append(self, kv, positions):
+        """Add ``kv [2, B, n_heads, C, d_head]`` (keys, values); when full, drop the oldest
+        non-sink slot."""
+        C = kv.shape[3]
+        if self.n + C > self.capacity:
             if C > 1:
                 raise ValueError("a cache that evicts takes one position per step")
             s = self.n_sink
-            for buf in (self.K, self.V):
-                buf[:, :, s:-1] = buf[:, :, s + 1 :].clone()
+            self.KV[:, :, :, s:-1] = self.KV[:, :, :, s + 1 :].clone()
             self.positions[s:-1] = self.positions[s + 1 :].clone()
             self.n -= 1
-        self.K[:, :, self.n : self.n + C] = k
-        self.V[:, :, self.n : self.n + C] = v
+        self.KV[:, :, :, self.n : self.n + C] = kv
         self.positions[self.n : self.n + C] = positions
         self.n += C
 
     def keys(self):
-        return self.K[:, :, : self.n]
+        return self.KV[0, :, :, : self.n]
 
     def values(self):
-        return self.V[:, :, : self.n]
+        return self.KV[1, :, :, : self.n]
 
     def nbytes(self):
         """Bytes of the keys and values held now."""
-        return 2 * self.keys().numel() * self.K.element_size()
+        return 2 * self.keys().numel() * self.KV.element_size()
 
 
 class CachedDecoder:
@@ -74,7 +75,8 @@ class CachedDecoder:
 
     ``window=None`` keeps everything (capacity ``max_len``). Call :meth:`step` with the
     next tokens ``[B, C]`` (C > 1 only while nothing is evicted: a prefill), or :meth:`run`
-    for a whole sequence one position at a time.
+    for a whole sequence one position at a time. The model's weights are read when the
+    decoder is built.
     """
 
     def __init__(
@@ -95,10 +97,18 @@ class CachedDecoder:
             LayerCache(batch, attn.n_heads, attn.d_head, capacity, n_sink, dtype)
             for _ in model.blocks
         ]
+        # W_Q, W_K, W_V stacked: one product per layer and step
+        self.W_QKV = [
+            torch.cat([b.attn.W_Q.weight, b.attn.W_K.weight, b.attn.W_V.weight]).detach()
+            for b in model.blocks
+        ]
+        self.rope, self.d_head = attn.rope, attn.d_head
+        if self.rope and self.reindex:  # the slots' angles never change: compute them once
+            self.slot_angles = rope_angles(torch.arange(capacity), self.d_head)
         self.t = 0  # text position of the next token
         self.kept = [] if record else None  # per step: the text positions the query saw
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def step(self, tokens):
         """Feed ``tokens [B, C]`` (the next C positions); return their logits ``[B, C, vocab]``."""
         tokens = torch.as_tensor(tokens)
@@ -107,31 +117,38 @@ class CachedDecoder:
         x = self.model.embed(tokens)  # [B, C, d_model]
         if self.model.pos_embed is not None:
             x = x + self.model.pos_embed(pos)
-        for block, cache in zip(self.model.blocks, self.layers, strict=True):
-            x = x + self._attend(block.attn, block.ln1(x), cache, pos)
+        angles = self._angles(pos)
+        for block, cache, W_QKV in zip(self.model.blocks, self.layers, self.W_QKV, strict=True):
+            x = x + self._attend(block.attn, W_QKV, block.ln1(x), cache, pos, angles)
             if block.mlp is not None:
                 x = x + block.mlp(x)
         self.t += C
         return self.model.unembed(self.model.ln_f(x))
 
-    def _attend(self, attn, x, cache, pos):
+    def _angles(self, pos):
+        """RoPE's cos and sin for this step, shared by every layer and head: the new text
+        positions', or (re-indexed) those of every slot the cache will hold. None without RoPE."""
+        if not self.rope:
+            return None
+        if not self.reindex:
+            return rope_angles(pos, self.d_head)
+        n = min(self.layers[0].n + len(pos), self.layers[0].capacity)
+        return tuple(a[:n] for a in self.slot_angles)
+
+    def _attend(self, attn, W_QKV, x, cache, pos, angles):
         B, C, _ = x.shape
-
-        def heads(W):  # [B, C, n_heads*d_head] -> [B, n_heads, C, d_head]
-            return W(x).view(B, C, attn.n_heads, attn.d_head).transpose(1, 2)
-
-        q, k, v = heads(attn.W_Q), heads(attn.W_K), heads(attn.W_V)
-        rotate = attn.rope and not self.reindex
-        if rotate:  # text positions: rotate once, store rotated keys
-            q, k = rope(q, pos), rope(k, pos)
-        cache.append(k, v, pos)
+        qkv = F.linear(x, W_QKV).view(B, C, 3, attn.n_heads, attn.d_head)
+        qkv = qkv.permute(2, 0, 3, 1, 4)  # [3, B, n_heads, C, d_head]: q, k, v
+        if self.rope and not self.reindex:  # text positions: store rotated keys
+            qkv = torch.cat([rotate(qkv[:2], *angles), qkv[2:]])
+        cache.append(qkv[1:], pos)
         if self.kept is not None and cache is self.layers[0]:
             self.kept += [cache.positions[: cache.n].clone()] * C
-        K, V = cache.keys(), cache.values()  # [B, h, n, d_head]
+        q, K, V = qkv[0], cache.keys(), cache.values()  # K, V: [B, h, n, d_head]
         n = cache.n
-        if attn.rope and not rotate:  # re-indexed: a key's position is its slot
-            slots = torch.arange(n)
-            q, K = rope(q, slots[n - C :]), rope(K, slots)
+        if self.rope and self.reindex:  # a key's position is its slot
+            cos, sin = angles
+            q, K = rotate(q, cos[n - C :], sin[n - C :]), rotate(K, cos, sin)
         S = q @ K.transpose(-1, -2) / math.sqrt(attn.d_head)  # [B, h, C, n]
         if C > 1:  # a prefill: new position c must not see the new positions after it
             S = S + _prefill_mask(C, n)
@@ -139,7 +156,7 @@ class CachedDecoder:
         out = (A @ V).transpose(1, 2).reshape(B, C, attn.n_heads * attn.d_head)
         return attn.W_O(out) if attn.W_O is not None else out
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def run(self, tokens):
         """Logits ``[B, T, vocab]`` of ``tokens [B, T]``, computed one position per step."""
         tokens = torch.as_tensor(tokens)
@@ -189,16 +206,15 @@ def _filled(model, t, extra):
     decoder = CachedDecoder(model, max_len=t + extra)
     gen = torch.Generator().manual_seed(t)
     for cache in decoder.layers:
-        for buf in (cache.K, cache.V):
-            buf[:, :, :t] = torch.randn(buf[:, :, :t].shape, generator=gen)
+        cache.KV.normal_(generator=gen)  # the slots past t too: steps overwrite them
         cache.positions[:t] = torch.arange(t)
         cache.n = t
     decoder.t = t
     return decoder
 
 
-@torch.no_grad()
-def time_cached_step(model, t, steps=30):
+@torch.inference_mode()
+def time_cached_step(model, t, steps=10):
     """Best CPU time (s) of one cached step with ``t`` positions already cached (batch 1).
 
     Two untimed steps warm up, then ``steps`` consecutive steps are timed; the fastest is
@@ -216,7 +232,7 @@ def time_cached_step(model, t, steps=30):
     return min(times)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def time_uncached_step(model, t, reps=3):
     """Best CPU time (s) of the forward pass over ``t + 1`` tokens: a step without a cache."""
     tokens = _tokens(model, t + 1)
@@ -229,7 +245,7 @@ def time_uncached_step(model, t, reps=3):
     return min(times)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def time_generation(model, T, cached):
     """CPU time (s) to compute the logits of ``T`` positions one after the other (batch 1):
     one cached step each, or (``cached=False``) the whole prefix again at every step."""

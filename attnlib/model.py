@@ -16,12 +16,23 @@ def rope(x, positions, base=10000.0):
     """Rotate pairs (x[2i], x[2i+1]) of ``x [..., T, d]`` by ``positions [T]`` times a
     frequency per pair (rotary position embedding). Scores of rotated queries and keys
     then depend on positions only through their difference."""
-    d = x.shape[-1]
-    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
+    return rotate(x, *rope_angles(positions, x.shape[-1], base))
+
+
+def rope_angles(positions, d, base=10000.0):
+    """``cos, sin [T, d]`` for :func:`rotate`: each pair's cos twice, its sin as (−sin, sin).
+    Computed once, they rotate the queries and keys of every head and layer."""
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=positions.device) / d)
     angle = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # [T, d/2]
     cos, sin = angle.cos(), angle.sin()
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+    return torch.stack([cos, cos], -1).flatten(-2), torch.stack([-sin, sin], -1).flatten(-2)
+
+
+def rotate(x, cos, sin):
+    """Rotate each pair (x[2i], x[2i+1]) of ``x [..., T, d]`` by the angles of
+    :func:`rope_angles`: (x1 cos − x2 sin, x1 sin + x2 cos), as products with (x2, x1)."""
+    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)  # pairs (x2, x1)
+    return x * cos + swapped * sin
 
 
 def causal_mask(T, device=None):
@@ -70,15 +81,17 @@ class CausalSelfAttention(nn.Module):
         Q, K, V = heads(self.W_Q), heads(self.W_K), heads(self.W_V)
         if self.rope:
             pos = torch.arange(T, device=x.device) if positions is None else positions
-            Q, K = rope(Q, pos), rope(K, pos)
+            cos, sin = rope_angles(pos, self.d_head)
+            Q, K = rotate(Q, cos, sin), rotate(K, cos, sin)
 
-        S = Q @ K.transpose(-1, -2) / math.sqrt(self.d_head)  # [B, h, T, T]
+        # S / √d_k, then S + M, in place: the [B, h, T, T] scores are the largest tensor here
+        S = (Q @ K.transpose(-1, -2)).div_(math.sqrt(self.d_head))  # [B, h, T, T]
         M = torch.zeros(T, T, device=x.device)
         if self.causal:
             M = M + causal_mask(T, x.device)
         if mask is not None:
             M = M + torch.as_tensor(mask, dtype=S.dtype, device=x.device)
-        A = torch.softmax(S + M, dim=-1)  # [B, h, T, T], rows sum to 1
+        A = torch.softmax(S.add_(M), dim=-1)  # [B, h, T, T], rows sum to 1
         self.weights = (A[0] if unbatched else A).detach()
 
         out = (A @ V).transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)

@@ -35,9 +35,10 @@ class ToyLanguage:
         tokens = torch.empty(batch, T, dtype=torch.long)
         tokens[:, 0] = BOS
         tokens[:, 1] = torch.randint(1, self.vocab + 1, (batch,), generator=gen)
+        # every later position's successor pick in one draw: the same numbers as a draw per position
+        picks = torch.randint(0, self.n_next, (T - 2, batch), generator=gen)
         for t in range(2, T):
-            pick = torch.randint(0, self.n_next, (batch,), generator=gen)
-            tokens[:, t] = self.successors[tokens[:, t - 1] - 1, pick]
+            tokens[:, t] = self.successors[tokens[:, t - 1] - 1, picks[t - 2]]
         return tokens
 
     def batches(self, batch=32, T=24):

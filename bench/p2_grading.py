@@ -9,7 +9,8 @@ answers, the rest hand in the untouched release) is graded five ways:
    bubblewrap sandbox around the kernel);
 2b. the same grader with ``--full-run`` (every cell, demo cells too);
 3. stock nbgrader 0.9.6, ``nbgrader autograde <assignment>`` for each assignment in turn,
-   in an nbgrader course folder built the documented way (generate_assignment first, untimed);
+   in an nbgrader course folder built the documented way (generate_assignment first, untimed;
+   likewise the course grader's trusted release and empty gradebook are made before (1));
 4. bare execution: every submitted notebook executed with nbclient and nothing else, on
    the same number of processes as (1).
 
@@ -163,6 +164,16 @@ def _imports_only(made) -> list:
     return jobs
 
 
+def _warm(folder: Path) -> None:
+    """What the course grader makes once per version of solutions/ (untimed, as stock
+    nbgrader's generate_assignment): the trusted release and its empty gradebook."""
+    from grader import gradebook, settings, trusted
+
+    cache = settings.load().release_cache
+    models = trusted.models(assignments(), cache)
+    gradebook.prepare(folder, {a: m.release for a, m in models.items()}, cache)
+
+
 def _floor(jobs, workers: int) -> dict[str, float]:
     """{notebook: mean seconds of its imports-only run}, ``workers`` jobs at a time."""
     from grader.job import grade
@@ -191,6 +202,7 @@ def run() -> list[tuple[str, str, str]]:
         tmp = Path(tmp)
         made = make_class(tmp / "submissions", students)
         n = len(made)
+        _warm(tmp / "warm")
 
         ours, per_notebook, load = _grade(tmp / "submissions", tmp / "out")
         print(f"course grader: {ours:.1f} s", file=sys.stderr)

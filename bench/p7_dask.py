@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.p2_grading import _grade, make_class
+from bench.p2_grading import _grade, _warm, make_class
 from grader.course import assignments
 
 
@@ -46,6 +46,7 @@ def run() -> list[tuple[str, str, str]]:
     with tempfile.TemporaryDirectory(prefix="attn-bench-") as tmp:
         tmp = Path(tmp)
         n = len(make_class(tmp / "submissions", students))
+        _warm(tmp / "warm")
         pool, _, pool_load = _grade(tmp / "submissions", tmp / "out-pool", "--jobs", "2")
         print(f"local pool, 2 workers: {pool:.1f} s", file=sys.stderr)
         two, _, two_load = _on_cluster(tmp / "submissions", tmp / "out-dask-2", 2)

@@ -303,7 +303,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from grader import gradebook, intake, totals, trusted
-    from grader.job import grade, job_key
+    from grader.job import grade, job_key, likely_cost
 
     start = monotonic()
     settings = _settings(args)
@@ -327,7 +327,7 @@ def run(args) -> int:
             shutil.rmtree(out)
         raise
     models = trusted.models(assignments, settings.release_cache)
-    gradebook.prepare(out, {a: m.release for a, m in models.items()})
+    gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
     jobs = _jobs(students, assignments, models, settings)
 
     results_dir = out / "work" / "results"
@@ -341,7 +341,7 @@ def run(args) -> int:
             results[(job.student, job.notebook)] = previous
         else:
             todo.append(job)
-    reused = len(results)
+    reused, kept = len(results), set(results)
 
     def on_result(job, result):  # the only writer of OUT while the workers run
         notebook = result.pop("autograded", None)
@@ -354,6 +354,7 @@ def run(args) -> int:
             results_dir / job.student / f"{job.notebook}.json",
             json.dumps(result, indent=1, sort_keys=True),
         )
+        gradebook.save(out, result)  # while the workers grade on, not after them
 
     for job in [j for j in todo if j.submission is None]:  # nothing to run: no worker needed
         todo.remove(job)
@@ -373,6 +374,7 @@ def run(args) -> int:
     previous_term = signal.signal(signal.SIGTERM, stop)
     scratch = tempfile.mkdtemp(prefix="attn-grade-")
     os.environ["TMPDIR"] = scratch  # the workers' private folders, removed below
+    todo.sort(key=likely_cost, reverse=True)  # the longest first (stable: class order)
     try:
         run_jobs(todo, settings.jobs, on_result, progress)
     except KeyboardInterrupt:
@@ -388,8 +390,8 @@ def run(args) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     progress.close()
 
-    for result in (results[k] for k in sorted(results)):  # the single writer of the gradebook
-        gradebook.save(out, result)
+    for key in sorted(kept):  # an earlier run may have stopped before its gradebook was done
+        gradebook.save(out, results[key])
     # OUT's outputs cover the whole class: this run's results and those an earlier run kept
     # for students or notebooks not chosen now (--students, --notebooks).
     totals.write_run(out, sorted(every_student), ignored)

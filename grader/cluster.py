@@ -138,9 +138,11 @@ def _grade_all(client, todo, jobs, on_result, progress) -> None:
     try:
         if todo:
             _check_workers(client, todo[0], job_key(todo[0]))
-        for job in todo:
+        for rank, job in enumerate(todo):  # started in this order: higher priority first
             key = f"grade-{job.student}-{job.notebook}-{uuid.uuid4().hex[:8]}"
-            future = client.submit(grade_on_worker, job, job_key(job), key=key, retries=RETRIES)
+            future = client.submit(
+                grade_on_worker, job, job_key(job), key=key, retries=RETRIES, priority=-rank
+            )
             futures[future] = job
         idle = {"since": monotonic()}
         pending = set(futures)

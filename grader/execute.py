@@ -154,6 +154,8 @@ class SandboxedExecute(Execute):
         window = plan.cell_windows.get(idx)
         if window is None or state["status"] not in ("ok", "error"):
             return
+        if plan.windows.tampered:  # the notebook already scores 0, flagged: waiting adds nothing
+            return
         if not plan.windows.wait_end(window, stream, plan.grace):
             plan.windows.tamper(
                 f"test cell `{window.test_id}` finished but left no record: its end-of-cell "
@@ -187,7 +189,7 @@ class SandboxedExecute(Execute):
         ]
         replay: list[int] = []
         restarts = 0
-        while pending:
+        while pending and not _lost(plan, status):
             current = None
             stream, env = self._kernel(plan)
             try:
@@ -204,7 +206,7 @@ class SandboxedExecute(Execute):
                             raise _Stuck(idx)
                     self.replaying = False
                     current = None
-                    while pending:
+                    while pending and not _lost(plan, status):
                         idx = current = pending[0]
                         if monotonic() >= deadline:
                             for rest in pending:
@@ -248,6 +250,12 @@ class SandboxedExecute(Execute):
         for idx in self.flooded:
             status.setdefault(idx, {"status": "not-run"})["flooded"] = True
         return status
+
+
+def _lost(plan: Plan, status: dict) -> bool:
+    """A run without demo cells stands only if every cell ends well (``grader.job.confirm``):
+    after one that did not, the rest of it is wasted, as the full run follows."""
+    return bool(plan.skip) and any(st.get("status") != "ok" for st in status.values())
 
 
 class _Stuck(Exception):

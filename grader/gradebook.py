@@ -9,12 +9,16 @@ and ``OUT/nbgrader/source/`` holds the release each notebook was graded against:
 ``make formgrader OUT=...`` opens it (``grader.formgrader``).
 """
 
+import hashlib
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
 import nbformat
+import nbgrader
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 
@@ -42,9 +46,11 @@ def _resources(out: Path, assignment: str, student: str | None = None) -> dict:
     return {"nbgrader": info}
 
 
-def prepare(out: Path, releases: dict) -> None:
+def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
     """Create the course folder, its config, and the assignments in the gradebook
-    (``releases``: {assignment: its trusted release notebook as JSON})."""
+    (``releases``: {assignment: its trusted release notebook as JSON}). A new gradebook is
+    a copy of one made once per set of releases in ``cache`` (a folder), when given: making
+    one costs seconds (nbgrader runs the ``alembic`` command, then records every cell)."""
     course = out / "nbgrader"
     course.mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(
@@ -53,13 +59,24 @@ def prepare(out: Path, releases: dict) -> None:
         f"c.CourseDirectory.root = {str(course.resolve())!r}\n"
         f"c.CourseDirectory.db_url = {db_url(out)!r}\n"
     )
-    with Gradebook(db_url(out), COURSE_ID) as gb:
-        for assignment in releases:
-            gb.update_or_create_assignment(assignment)
     for assignment, text in releases.items():
         source = course / "source" / assignment / f"{assignment}.ipynb"
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_text(text)  # what formgrader shows: the release, never the solution
+    database = out / "gradebook.db"
+    if cache is not None and not database.exists():
+        shutil.copyfile(_template(Path(cache), releases), database)
+    else:
+        _record_assignments(out, releases)
+
+
+def _record_assignments(out: Path, releases: dict) -> None:
+    """The assignments and their cells in ``out``'s gradebook, made if missing; an error
+    line when it holds another version of one."""
+    with Gradebook(db_url(out), COURSE_ID) as gb:
+        for assignment in releases:
+            gb.update_or_create_assignment(assignment)
+    for assignment, text in releases.items():
         nb = nbformat.reads(text, as_version=4)
         try:
             SaveCells().preprocess(nb, _resources(out, assignment))
@@ -68,6 +85,23 @@ def prepare(out: Path, releases: dict) -> None:
                 f"{out / 'gradebook.db'} was made for another version of "
                 f"{assignment} ({err}); grade into a new OUT folder"
             ) from None
+
+
+def _template(cache: Path, releases: dict) -> Path:
+    """A gradebook holding exactly ``releases``, made once and kept in ``cache``."""
+    h = hashlib.sha256(f"{nbgrader.__version__}:{COURSE_ID}".encode())
+    for assignment, text in sorted(releases.items()):
+        h.update(assignment.encode() + b"\0" + text.encode() + b"\0")
+    path = cache / "gradebooks" / f"{h.hexdigest()[:20]}.db"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix="building-", dir=path.parent))
+        try:
+            _record_assignments(building, releases)
+            os.replace(building / "gradebook.db", path)  # atomic: a parallel run keeps either
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    return path
 
 
 def save(out: Path, result: dict) -> dict:

@@ -260,6 +260,19 @@ def choose_cells(s: State) -> None:
     s.skip = {code[k] for k in left_out}
 
 
+def likely_cost(job: Job) -> tuple:
+    """A sort key, larger for a job that likely takes longer, guessed from its bytes without
+    reading them: one that still holds a release stub runs in full, and the more demo cells
+    a whole notebook has, the longer it runs. Only the order jobs start in (the longest
+    first, so that a batch does not end on one long notebook while the other workers
+    wait): a wrong guess costs time, never a grade."""
+    if job.submission is None:
+        return (False, 0)
+    stub_ends = {stub.strip().splitlines()[-1].strip() for stub in job.trusted.stubs.values()}
+    stubbed = any(end.encode() in job.submission for end in stub_ends if end)
+    return (stubbed or not job.settings["skip_demo_cells"], len(job.trusted.demo))
+
+
 def _unwritten(nb, trusted: Trusted) -> bool:
     """An exercise still holds the release's stub: its check cannot pass, so a short run
     would only be run again in full."""

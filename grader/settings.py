@@ -71,7 +71,8 @@ class GraderSettings(Configurable):
     ).tag(config=True)
     sandbox_slots = Integer(64, help="Uids reserved for worker slots.").tag(config=True)
     release_cache = Unicode(
-        help="Where trusted releases built from solutions/ are cached (by content hash)."
+        help="Where trusted releases built from solutions/, and the empty gradebooks made "
+        "from them, are cached (by content hash)."
     ).tag(config=True)
 
     @default("seed")

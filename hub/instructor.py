@@ -117,8 +117,9 @@ def prepare(s: Settings, release: Path, gid: int) -> None:
     shutil.rmtree(s.private_course, ignore_errors=True)
     shutil.copytree(REPO_ROOT, s.private_course, ignore=PRIVATE_COPY_IGNORE, symlinks=True)
     if not (s.grading / "gradebook.db").is_file():
-        models = trusted.models(course.assignments(), settings.load().release_cache)
-        gradebook.prepare(s.grading, {a: m.release for a, m in models.items()})
+        cache = settings.load().release_cache
+        models = trusted.models(course.assignments(), cache)
+        gradebook.prepare(s.grading, {a: m.release for a, m in models.items()}, cache)
     formgrader.prepare(s.grading, s.exchange)
     for path in sorted(release.glob("*/*.ipynb")):
         target = s.course_root / "release" / path.parent.name / path.name

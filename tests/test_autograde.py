@@ -609,7 +609,7 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes(graded, tmp_path):
     the rerun grades only what is missing and gives the same grades.csv as the batch."""
     subs, _, _, rows, _, _ = graded
     small = tmp_path / "subs"
-    students = ("honest", "patch_checks", "syntax_error", "loop_in_function")
+    students = ("honest", "patch_checks", "syntax_error", "loop_in_cell")
     _copy_class(subs, small, students)
     out, mark = tmp_path / "out", f"sigterm-{os.getpid()}-{time.time()}"
     proc = _start(small, out, mark)

@@ -8,7 +8,8 @@ import torch.nn.functional as F
 
 from attnlib import tasks
 from attnlib.model import CausalSelfAttention, TinyTransformer
-from attnlib.train import per_token_loss, train
+from attnlib.model import rope as model_rope
+from attnlib.train import AdamW, per_token_loss, train
 
 
 def test_attention_shapes_and_weights():
@@ -69,6 +70,16 @@ def test_rope_scores_depend_on_relative_position_only():
     assert torch.allclose(before, attn.weights, atol=1e-5)
     attn(x, positions=torch.arange(6) * 2)  # stretched distances: a different pattern
     assert not torch.allclose(before, attn.weights, atol=1e-3)
+
+
+def test_rope_rotates_each_pair_exactly_as_the_formula():
+    torch.manual_seed(4)
+    x, positions = torch.randn(2, 3, 9, 8), torch.arange(9) + 5
+    angle = positions[:, None].float() * 10000.0 ** (-torch.arange(0, 8, 2).float() / 8)
+    cos, sin = angle.cos(), angle.sin()  # [T, d/2]
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    want = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+    assert torch.equal(model_rope(x, positions), want)
 
 
 @pytest.mark.parametrize("rope", [True, False])
@@ -142,6 +153,25 @@ def test_training_is_deterministic_from_a_seed():
         assert torch.equal(p, q), name
     _, hist_c = _short_run(1)
     assert hist_c["loss"] != hist_a["loss"]
+
+
+def test_the_written_out_adamw_is_torch_optims_to_the_last_bit():
+    torch.manual_seed(0)
+    start = [torch.randn(4, 3), torch.randn(5), torch.randn(2)]  # the last never gets a gradient
+    mine = [p.clone().requires_grad_() for p in start]
+    ref = [p.clone().requires_grad_() for p in start]
+    adamw = AdamW(mine, weight_decay=0.1)
+    optimiser = torch.optim.AdamW(ref, lr=3e-3, weight_decay=0.1, betas=(0.9, 0.98))
+    for step in range(1, 8):
+        lr = 3e-3 * min(1.0, step / 3)  # a warm-up changes the rate between steps
+        for params in (mine, ref):
+            ((params[0] ** 3).sum() + (params[1].sin() * step).sum()).backward()
+        adamw.step(lr)
+        optimiser.param_groups[0]["lr"] = lr
+        optimiser.step()
+        optimiser.zero_grad()
+    assert all(torch.equal(a, b) for a, b in zip(mine, ref, strict=True))
+    assert torch.equal(mine[2], start[2])
 
 
 def test_training_lowers_the_loss_and_logs_the_callback():
