@@ -177,8 +177,9 @@ def _warm(folder: Path) -> None:
 def _floor(jobs, workers: int) -> dict[str, float]:
     """{notebook: mean seconds of its imports-only run}, ``workers`` jobs at a time."""
     from grader.job import grade
+    from grader.judge import warm
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=warm) as pool:  # as the grader
         results = list(pool.map(grade, jobs))
     found: dict[str, list] = {}
     for r in results:

@@ -207,7 +207,8 @@ def _load_json(path: Path) -> dict | None:
 
 
 def _worker_init() -> None:
-    """In each worker: die with the main process; leave Ctrl-C to the main process."""
+    """In each worker: die with the main process; leave Ctrl-C to the main process; start
+    the judging server before the first notebook."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
@@ -215,6 +216,9 @@ def _worker_init() -> None:
         ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
         if os.getppid() == 1:  # the main process died before we could ask
             os._exit(1)
+    from grader import judge
+
+    judge.warm()
 
 
 def _stop_workers(pool) -> None:

@@ -35,7 +35,7 @@ from time import monotonic
 
 from dask.distributed import Client, KilledWorker, get_worker, wait
 
-from grader import sandbox
+from grader import judge, sandbox
 from grader.cli import UserError
 from grader.job import grade, job_key, missing_result
 
@@ -92,6 +92,7 @@ def grade_on_worker(job, key: str) -> dict:
     problem = worker_problem(job, key)
     if problem:
         raise WorkerUnfit(problem)
+    judge.warm()
     return grade(job)
 
 

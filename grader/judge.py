@@ -22,6 +22,7 @@ decoded, or has the wrong shape, was not written by the grader's recorder: tampe
 import ast
 import builtins
 import contextlib
+import functools
 import io
 import multiprocessing
 import sys
@@ -491,6 +492,22 @@ def _context():
             ctx = multiprocessing.get_context("spawn")
         _CONTEXT.append(ctx)
     return _CONTEXT[0]
+
+
+@functools.cache
+def warm() -> None:
+    """Start this process's judging server now (it imports torch: seconds) rather than in
+    the first notebook's judging: a worker's start-up cost, not that notebook's. Once per
+    process."""
+    process = _context().Process(target=_ready, daemon=True)
+    process.start()
+    process.join(STARTUP_SECONDS)
+    if process.is_alive():  # judging will wait for the server again, within its own limits
+        process.kill()
+
+
+def _ready() -> None:
+    """What :func:`warm` forks: nothing to do once the server is up."""
 
 
 def judge_bounded(request: dict, seconds: float, memory_mb: int) -> dict:

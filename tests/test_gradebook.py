@@ -1,6 +1,7 @@
-"""The grader's main process before and after the workers: the gradebook a run prepares
-(from a copy made once per set of releases), the trusted facts it reads without importing the
-notebooks' packages, and the order it starts jobs in."""
+"""What grading does around the notebooks themselves: the gradebook a run prepares (from a
+copy made once per set of releases), the trusted facts it reads without importing the
+notebooks' packages, the order it starts jobs in, and the judging server a worker starts
+before its first notebook."""
 
 import sqlite3
 import subprocess
@@ -116,3 +117,17 @@ def test_jobs_likely_to_run_in_full_start_first():
     full_run = {**config, "skip_demo_cells": False}
     solved = Job("solved", "09_kv_cache", jobs[0].submission, trusted["09_kv_cache"], full_run)
     assert likely_cost(solved) == likely_cost(jobs[3])
+
+
+def test_a_worker_starts_its_judging_server_before_its_first_notebook():
+    code = (
+        "import psutil\n"
+        "from grader import autograde\n"
+        "autograde._worker_init()\n"
+        "found = [' '.join(p.cmdline()) for p in psutil.Process().children()]\n"
+        "print(sum('forkserver' in cmd for cmd in found))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "1"
