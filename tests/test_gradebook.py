@@ -82,17 +82,14 @@ def test_a_graded_gradebook_of_another_release_is_refused_in_one_line(releases, 
 
 def test_trusted_facts_are_read_without_importing_torch():
     """`import torch` takes seconds; the main process only needs to know it is a module."""
-    code = (
+    printed = _fresh_python(
         "import sys; from grader import settings, trusted, course\n"
         "m = trusted.models(course.assignments(), settings.load().release_cache)\n"
         "assert 'F' in m['06_attention_assembled'].module_names, 'torch.nn.functional'\n"
         "assert 'TinyTransformer' not in m['05_causal_mask'].module_names, 'a class'\n"
         "print('torch' in sys.modules)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "False"
+    assert printed == "False"
 
 
 def test_jobs_likely_to_run_in_full_start_first():
@@ -120,14 +117,19 @@ def test_jobs_likely_to_run_in_full_start_first():
 
 
 def test_a_worker_starts_its_judging_server_before_its_first_notebook():
-    code = (
+    printed = _fresh_python(
         "import psutil\n"
         "from grader import autograde\n"
         "autograde._worker_init()\n"
         "found = [' '.join(p.cmdline()) for p in psutil.Process().children()]\n"
         "print(sum('forkserver' in cmd for cmd in found))\n"
     )
+    assert printed == "1"
+
+
+def _fresh_python(code: str) -> str:
+    """What ``code`` prints in a new interpreter (nothing imported before it)."""
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "1"
+    return proc.stdout.strip()
