@@ -7,8 +7,8 @@ code can tell: the names it binds (assignments, ``def``, imports, loop targets, 
 objects it assigns into (``x[i] = ...``), calls a method of (``rng.normal()``) or passes to a
 call (``train(model)``), and a module whose global state it sets (``torch.manual_seed``).
 What a cell reads is what it reads at the top level plus what its functions read from the
-notebook's namespace; the student's functions may run at any later point, so what answer
-cells read counts wherever they stand.
+notebook's namespace (a comprehension's own variables are not read from it); the student's
+functions may run at any later point, so what answer cells read counts wherever they stand.
 
 Anything that cannot be read with certainty makes the notebook run in full: code that does
 not parse (magics, syntax errors, nesting past the parser's limits); names looked up at run
@@ -177,6 +177,9 @@ def _functions(tree) -> list:
     return [node for node in ast.walk(tree) if isinstance(node, kinds)]
 
 
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
 def _free(node, local: set, reads: set) -> None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         outer = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
@@ -184,6 +187,15 @@ def _free(node, local: set, reads: set) -> None:
             _free(part, local, reads)
         inner = local | _own_names(node)
         for part in node.body if isinstance(node.body, list) else [node.body]:
+            _free(part, inner, reads)
+        return
+    if isinstance(node, COMPREHENSIONS):  # its targets are its own; the first iterable is not
+        first, *rest = node.generators
+        _free(first.iter, local, reads)
+        targets = [n for g in node.generators for n in ast.walk(g.target)]
+        inner = local | {n.id for n in targets if isinstance(n, ast.Name)}
+        body = [getattr(node, f) for f in ("elt", "key", "value") if hasattr(node, f)]
+        for part in [*first.ifs, *rest, *body]:
             _free(part, inner, reads)
         return
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:

@@ -49,6 +49,20 @@ def test_code_that_cannot_be_read_with_certainty_is_unclear(source):
         needs.names(source)
 
 
+@pytest.mark.parametrize(
+    ("source", "read"),
+    [
+        ("{w: x for w, x in zip(ws, xs) if x > t}", {"zip", "ws", "xs", "t"}),
+        ("[x for x in x]", {"x"}),  # the first iterable is read outside the comprehension
+        ("[y for x in xs for y in x]", {"xs"}),
+        ("def f(a):\n    return [a * k for k in ks]", {"ks"}),
+        ("total = sum(q for q in Q)\nprint(q)", {"sum", "Q", "print", "q"}),
+    ],
+)
+def test_a_comprehension_reads_no_name_of_its_own(source, read):
+    assert needs.global_reads(source) == read
+
+
 def test_a_demo_cell_runs_when_a_later_cell_reads_what_it_may_change():
     sources = [
         "rng = make_rng()",  # 0: kept (cell 3 reads rng)
