@@ -6,7 +6,9 @@ answers, the rest hand in the untouched release) is graded five ways:
 1. the course grader, ``python -m grader autograde`` (all cores, every kernel in its OS
    sandbox, judged outside, demo cells left out where no check needs them);
 2. the same grader with ``--no-sandbox`` (the same kernel, records and judge, without the
-   bubblewrap sandbox around the kernel);
+   bubblewrap sandbox around the kernel), on a sample of the class (a fifth, at least 3
+   students) graded four times in turn: sandboxed, ``--no-sandbox``, ``--no-sandbox``,
+   sandboxed, so that a change in the machine's load during the runs weighs on both sides;
 2b. the same grader with ``--full-run`` (every cell, demo cells too);
 3. stock nbgrader 0.9.6, ``nbgrader autograde <assignment>`` for each assignment in turn,
    in an nbgrader course folder built the documented way (generate_assignment first, untimed;
@@ -16,14 +18,15 @@ answers, the rest hand in the untouched release) is graded five ways:
 
 Rows: the speed ratio (3) / (1) (target ≥ 3× on 2 cores); the overhead (1) / (4) of the
 whole grading pipeline over bare execution at equal parallelism; the sandbox's overhead per
-notebook, (1) / (2), from the mean time each notebook took in a worker (target ≤ 1.10×), with
-the machine's load average during both runs (other work on the machine makes these numbers
-noisy); and the cost of a notebook in (1) against its floor, a sandboxed kernel in the same
-grader that starts and runs only the imports cell (the same notebooks cut down, as many at a
-time as there are workers). That cost is given twice: for the submissions graded without their
-demo cells (target ≤ 1.5×: what leaving them out buys), and over every submission, the
-untouched releases included, whose failing checks make them run in full (no target: a full
-run costs what the notebook's demo cells cost). ``ATTN_BENCH_STUDENTS`` changes the class size.
+notebook, (2)'s sandboxed runs over its ``--no-sandbox`` runs, from the mean time each
+notebook took in a worker (target ≤ 1.10×), with the machine's load average during both
+(other work on the machine makes these numbers noisy); and the cost of a notebook in (1)
+against its floor, a sandboxed kernel in the same grader that starts and runs only the
+imports cell (the same notebooks cut down, as many at a time as there are workers). That
+cost is given twice: for the submissions graded without their demo cells (target ≤ 1.5×:
+what leaving them out buys), and over every submission, the untouched releases included,
+whose failing checks make them run in full (no target: a full run costs what the notebook's
+demo cells cost). ``ATTN_BENCH_STUDENTS`` changes the class size.
 """
 
 import dataclasses
@@ -188,7 +191,7 @@ def _floor(jobs, workers: int) -> dict[str, float]:
     for r in results:
         assert r["status"] == "graded", r["flags"]
         found.setdefault(r["notebook"], []).append(r["timings"]["total"])  # as _per_notebook
-    return {a: sum(t) / len(t) for a, t in found.items()}
+    return {a: _mean(t) for a, t in found.items()}
 
 
 def _per_notebook(out: Path) -> dict[str, dict[str, list]]:
@@ -205,12 +208,9 @@ def _per_notebook(out: Path) -> dict[str, dict[str, list]]:
 
 
 def _vs_floor(a: str, times: dict[str, list], floor: float) -> tuple[str, str, str]:
-    def mean(xs):
-        return sum(xs) / len(xs)
-
     short, every = times["short"], times["all"]
     left_out = (
-        f"{mean(short):.1f} s / {floor:.1f} s = {mean(short) / floor:.2f}× "
+        f"{_mean(short):.1f} s / {floor:.1f} s = {_mean(short) / floor:.2f}× "
         f"({len(short)} of {len(every)} submissions)"
         if short
         else f"none of {len(every)} submissions"
@@ -218,9 +218,66 @@ def _vs_floor(a: str, times: dict[str, list], floor: float) -> tuple[str, str, s
     return (
         f"p2 {a}: graded / floor (imports only), per notebook: demo cells left out; "
         "every submission",
-        f"{left_out}; {mean(every):.1f} s = {mean(every) / floor:.2f}×",
+        f"{left_out}; {_mean(every):.1f} s = {_mean(every) / floor:.2f}×",
         "≤ 1.5× (left out)",
     )
+
+
+@dataclasses.dataclass
+class Overhead:
+    """Runs of the sample class: (wall s, mean s per notebook in a worker, load average)."""
+
+    sandboxed: list
+    unsandboxed: list
+
+    def __str__(self) -> str:
+        return f"{self.ratio():.2f}×"
+
+    def ratio(self) -> float:
+        return _mean(r[1] for r in self.sandboxed) / _mean(r[1] for r in self.unsandboxed)
+
+    def rows(self, students: int, notebooks: int, workers: int) -> list[tuple[str, str, str]]:
+        def walls(runs):
+            return " and ".join(f"{r[0]:.1f} s" for r in runs)
+
+        def loads(runs):
+            return f"{_mean(r[2] for r in runs):.1f}"
+
+        return [
+            (
+                f"p2 sandbox sample ({students} students × {notebooks} notebooks, graded "
+                "sandboxed, --no-sandbox, --no-sandbox, sandboxed), wall times",
+                f"sandboxed {walls(self.sandboxed)}; --no-sandbox {walls(self.unsandboxed)}",
+                "",
+            ),
+            (
+                "p2 sandbox overhead per notebook (in a worker: sandboxed / --no-sandbox)",
+                f"{self} ({_mean(r[1] for r in self.sandboxed):.2f} s vs "
+                f"{_mean(r[1] for r in self.unsandboxed):.2f} s)",
+                "≤ 1.10×",
+            ),
+            (
+                "p2 load average during the sandboxed / --no-sandbox runs",
+                f"{loads(self.sandboxed)} / {loads(self.unsandboxed)} ({workers} cores)",
+                "",
+            ),
+        ]
+
+
+def _mean(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs)
+
+
+def _sandbox_overhead(folder: Path, students: int) -> Overhead:
+    """Grade a sample class sandboxed and not, in the order A B B A."""
+    make_class(folder / "submissions", students)
+    found = Overhead([], [])
+    for i, sandboxed in enumerate((True, False, False, True)):
+        extra = () if sandboxed else ("--no-sandbox",)
+        run = _grade(folder / "submissions", folder / f"out-{i}", *extra)
+        (found.sandboxed if sandboxed else found.unsandboxed).append(run)
+    return found
 
 
 def run() -> list[tuple[str, str, str]]:
@@ -232,16 +289,15 @@ def run() -> list[tuple[str, str, str]]:
         n = len(made)
         _warm(tmp / "warm")
 
-        ours, per_notebook, load = _grade(tmp / "submissions", tmp / "out")
+        ours, _, _ = _grade(tmp / "submissions", tmp / "out")
         print(f"course grader: {ours:.1f} s", file=sys.stderr)
         graded = _per_notebook(tmp / "out")
         floor = _floor(_imports_only(made[:: max(1, students // 4)]), workers)
         full, _, load_full = _grade(tmp / "submissions", tmp / "out-full", "--full-run")
         print(f"course grader --full-run: {full:.1f} s", file=sys.stderr)
-        trusted, per_trusted, load_trusted = _grade(
-            tmp / "submissions", tmp / "out-no-sandbox", "--no-sandbox"
-        )
-        print(f"course grader without the sandbox: {trusted:.1f} s", file=sys.stderr)
+        sample = max(3, students // 5)
+        overhead = _sandbox_overhead(tmp / "sample", sample)
+        print(f"sandbox overhead: {overhead}", file=sys.stderr)
         stock_root = tmp / "stock"
         _stock_course(stock_root, made)
         stock = 0.0
@@ -284,21 +340,7 @@ def run() -> list[tuple[str, str, str]]:
         *vs_floor,
         ("p2 bare execution (nbclient only, same workers)", f"{bare:.1f} s", ""),
         ("p2 course grader / bare execution of every cell", f"{ours / bare:.2f}×", ""),
-        (
-            "p2 course grader --no-sandbox, wall time",
-            f"{trusted:.1f} s ({trusted / n:.2f} s/notebook)",
-            "",
-        ),
-        (
-            "p2 sandbox overhead per notebook (in a worker: sandboxed / --no-sandbox)",
-            f"{per_notebook / per_trusted:.2f}× ({per_notebook:.2f} s vs {per_trusted:.2f} s)",
-            "≤ 1.10×",
-        ),
-        (
-            "p2 load average during the sandboxed / --no-sandbox runs",
-            f"{load:.1f} / {load_trusted:.1f} ({workers} cores)",
-            "",
-        ),
+        *overhead.rows(sample, len(assignments()), workers),
     ]
 
 

@@ -2,6 +2,7 @@
 settings, and small runs of the real CLI for what the big batch cannot show (no sandbox,
 no bubblewrap, a notebook whose judging goes over its limits)."""
 
+import asyncio
 import csv
 import io
 import os
@@ -17,6 +18,7 @@ from fixtures.adversarial import _write, honest, with_answer
 
 from grader import wire
 from grader.course import REPO_ROOT
+from grader.execute import SandboxKernelManager, SandboxProvisioner
 from grader.judge import FAILED_IN_KERNEL, Record, judge_bounded, judge_visible
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
@@ -279,6 +281,29 @@ def test_no_sandbox_grades_trusted_work_and_says_so(tmp_path):
         "notebook": "(all)",
         "reason": "graded WITHOUT the OS sandbox (--no-sandbox): trusted submissions only",
     }
+
+
+def test_a_killed_kernel_is_reaped_before_kill_returns(tmp_path):
+    """The grader's provisioner starts every kernel, and stopping one does not wait for
+    jupyter_client's next look at it: the process is gone when ``kill`` returns."""
+
+    async def start_and_kill():
+        km = SandboxKernelManager(
+            command=[sys.executable, "-c", "import time; time.sleep(60)"],
+            transport="ipc",
+            connection_file=str(tmp_path / "kernel.json"),
+        )
+        await km.start_kernel()
+        provisioner = km.provisioner
+        process = provisioner.process
+        await provisioner.kill()
+        exited = process.poll()
+        await km.shutdown_kernel(now=True)
+        return provisioner, exited
+
+    provisioner, exited = asyncio.run(start_and_kill())
+    assert isinstance(provisioner, SandboxProvisioner)
+    assert exited is not None
 
 
 BIG_RESULT = """
