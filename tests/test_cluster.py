@@ -95,6 +95,9 @@ def cluster():
         "distributed.worker.daemon": False,  # grading starts a judging process per notebook
         "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
         "distributed.scheduler.worker-saturation": 1.0,  # a worker holds only what it runs
+        # LocalCluster drops for good a worker that is not back within this time of its
+        # death; on a busy machine a killed worker takes longer than the default 15 s.
+        "distributed.deploy.lost-worker-timeout": "600s",
     }
     with dask.config.set(settings):
         with LocalCluster(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from fixtures.adversarial import _write, honest, with_answer
 
-from grader import wire
+from grader import execute, wire
 from grader.course import REPO_ROOT
 from grader.execute import SandboxKernelManager, SandboxProvisioner
 from grader.judge import FAILED_IN_KERNEL, Record, judge_bounded, judge_visible
@@ -283,15 +283,14 @@ def test_no_sandbox_grades_trusted_work_and_says_so(tmp_path):
     }
 
 
-def test_a_killed_kernel_is_reaped_before_kill_returns(tmp_path):
-    """The grader's provisioner starts every kernel, and stopping one does not wait for
-    jupyter_client's next look at it: the process is gone when ``kill`` returns."""
+def _start_and_kill(folder):
+    """(the provisioner a sleeping process was started by, its exit code when kill returned)"""
 
     async def start_and_kill():
         km = SandboxKernelManager(
             command=[sys.executable, "-c", "import time; time.sleep(60)"],
             transport="ipc",
-            connection_file=str(tmp_path / "kernel.json"),
+            connection_file=str(folder / "kernel.json"),
         )
         await km.start_kernel()
         provisioner = km.provisioner
@@ -301,9 +300,26 @@ def test_a_killed_kernel_is_reaped_before_kill_returns(tmp_path):
         await km.shutdown_kernel(now=True)
         return provisioner, exited
 
-    provisioner, exited = asyncio.run(start_and_kill())
+    return asyncio.run(start_and_kill())
+
+
+def test_a_killed_kernel_is_reaped_before_kill_returns(tmp_path):
+    """The grader's provisioner starts every kernel, and stopping one does not wait for
+    jupyter_client's next look at it: the process is gone when ``kill`` returns."""
+    provisioner, exited = _start_and_kill(tmp_path)
     assert isinstance(provisioner, SandboxProvisioner)
     assert exited is not None
+
+
+def test_without_its_entry_point_kernels_start_with_jupyter_s_provisioner(tmp_path, monkeypatch):
+    """A checkout updated without ``make setup`` lacks the entry point: grading goes on."""
+    monkeypatch.setattr(execute, "entry_points", lambda **kw: [])
+    execute.provisioner_name.cache_clear()
+    try:
+        provisioner, _ = _start_and_kill(tmp_path)
+    finally:
+        execute.provisioner_name.cache_clear()
+    assert type(provisioner).__name__ == "LocalProvisioner"
 
 
 BIG_RESULT = """
