@@ -6,7 +6,8 @@ apply) with its own cell loop:
 - every kernel start is a fresh sandbox (``grader.sandbox``) running ``python -m
   grader.kernel``, reached over Jupyter's IPC transport (Unix sockets in a folder bound into
   the sandbox: TCP does not cross its network namespace), with its stream to the grader
-  (``grader.stream``) accepted before any student code runs;
+  (``grader.stream``) accepted before any student code runs, and started and stopped by
+  the grader's jupyter_client provisioner (``SandboxProvisioner``);
 - a per-cell time limit and a per-notebook deadline (a cell over it is not interrupted: its
   kernel is replaced, as after a crash);
 - a kernel that dies (``os._exit``, out of memory, CPU limit) or will not stop after a

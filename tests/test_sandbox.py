@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 from fixtures.adversarial import _write, honest, with_answer
+from jupyter_client.provisioning import LocalProvisioner
 
 from grader import execute, wire
 from grader.course import REPO_ROOT
@@ -319,7 +320,7 @@ def test_without_its_entry_point_kernels_start_with_jupyter_s_provisioner(tmp_pa
         provisioner, _ = _start_and_kill(tmp_path)
     finally:
         execute.provisioner_name.cache_clear()
-    assert type(provisioner).__name__ == "LocalProvisioner"
+    assert type(provisioner) is LocalProvisioner
 
 
 BIG_RESULT = """
