@@ -104,7 +104,8 @@ class Hub:
             "--ip 127.0.0.1", f"--port {self.port}", f"--hub-port {_free_port()}",
             f"--proxy-api-port {_free_port()}", f"--instructors {INSTRUCTOR}",
             f"--group {GROUP}", f"--instructor-group {INSTRUCTORS}",
-            f"--student-password {ROOM_PASSWORD}", f"--instructor-password {INSTRUCTOR_PASSWORD}",
+            # `=`: a random password may start with "-", which argparse takes for an option
+            f"--student-password={ROOM_PASSWORD}", f"--instructor-password={INSTRUCTOR_PASSWORD}",
         ])  # fmt: skip
         self.end_cmd = _recipe("hub-end", root, "") + ["--yes"]
         self.log = (root.parent / "hub.log").open("w")
