@@ -1,6 +1,8 @@
 """Shared test helpers: load the functions a notebook defines, without running the notebook."""
 
 import os
+import socket
+import threading
 
 import nbformat
 import pytest
@@ -46,3 +48,32 @@ def small_class(tmp_path_factory):
     from fixtures.small_class import grade
 
     return grade(tmp_path_factory.mktemp("small_class"))
+
+
+@pytest.fixture(scope="session")
+def listener():
+    """A TCP server on this machine's localhost during the batch: {"port", "connections"}."""
+    server = socket.create_server(("127.0.0.1", 0))
+    watch = {"port": server.getsockname()[1], "connections": []}
+
+    def accept():
+        while True:
+            try:
+                conn, peer = server.accept()
+            except OSError:
+                return
+            watch["connections"].append(peer)
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield watch
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory, listener):
+    """(submissions, out, cases, rows, results, stdout) of the big batch (``fixtures/batch.py``),
+    graded once for every test module that reads it."""
+    from fixtures.batch import grade_class
+
+    return grade_class(tmp_path_factory.mktemp("class"), listener)

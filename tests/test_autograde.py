@@ -9,95 +9,27 @@ isolation and resuming.
 """
 
 import csv
-import json
 import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures import attacks, mistakes, short_run
-from fixtures.adversarial import NB, build
+from fixtures import attacks, leaks, limits, short_run
+from fixtures.adversarial import NB
+from fixtures.batch import CLI, FAST, MISTAKES
+from fixtures.batch import grade as _grade
+from fixtures.batch import rows as _rows
 from fixtures.validate import failed_cells, validate
 
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
 from grader.job import NOT_RUN
 from grader.judge import FAILED_IN_KERNEL
-
-CLI = [sys.executable, "-m", "grader", "autograde"]
-# Cells that loop forever cost a cell limit each; 15 s leaves room for `import torch` in an
-# answer cell on a machine shared with other work.
-FAST = ["--cell-timeout", "15", "--notebook-timeout", "300", "--quiet"]
-
-
-def _grade(subs: Path, out: Path, *extra, check=True):
-    proc = subprocess.run(
-        [*CLI, str(subs), "--out", str(out), *FAST, *extra],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if check:
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
-
-
-def _rows(out: Path) -> list[dict]:
-    with open(out / "grades.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-@pytest.fixture(scope="session")
-def listener():
-    """A TCP server on this machine's localhost during the batch: {"port", "connections"}."""
-    server = socket.create_server(("127.0.0.1", 0))
-    watch = {"port": server.getsockname()[1], "connections": []}
-
-    def accept():
-        while True:
-            try:
-                conn, peer = server.accept()
-            except OSError:
-                return
-            watch["connections"].append(peer)
-            conn.close()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield watch
-    server.close()
-
-
-@pytest.fixture(scope="session")
-def graded(tmp_path_factory, listener):
-    """(submissions, out, cases, rows, results, stdout) of the fixture class, graded once."""
-    root = tmp_path_factory.mktemp("class")
-    subs, out = root / "submissions", root / "out"
-    cases = build(subs, REPO_ROOT, out)
-    cases |= attacks.build(subs, REPO_ROOT, out, listener["port"])
-    cases |= short_run.build(subs)
-    MISTAKES.update(mistakes.build(subs))
-    before = {p: p.stat().st_mtime_ns for p in subs.rglob("*")}
-    proc = _grade(subs, out)
-    listener["ended"] = time.monotonic()
-    after = {p: p.stat().st_mtime_ns for p in subs.rglob("*")}
-    assert before == after, "grading changed the submissions folder"
-    results = {}
-    for path in (out / "work" / "results").glob("*/*.json"):
-        result = json.loads(path.read_text())
-        results[(result["student"], result["notebook"])] = result
-    return subs, out, cases, _rows(out), results, proc.stdout
-
-
-MISTAKES: dict = {}  # the mistake submissions of the batch: {student: Batch}
 
 
 def _mine(rows, student, notebook=NB):
@@ -193,6 +125,8 @@ CASE_IDS = (
     untitled nested zip_inside zoe not_submitted
 """.split()
     + list(attacks.ATTACKS)
+    + list(limits.ATTACKS)
+    + list(leaks.ATTACKS)
     + list(short_run.attacks())
 )
 
