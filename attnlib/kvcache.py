@@ -184,9 +184,14 @@ def _prefill_mask(C, n):
     return M
 
 
-def cache_bytes(n_layers, n_heads, d_head, T, bytes_per_number):
-    """Bytes of a full KV cache: keys and values, every layer and head, T positions."""
-    return 2 * n_layers * n_heads * d_head * T * bytes_per_number
+def cache_bytes(n_layers, n_kv_heads, d_head, T, bytes_per_number):
+    """Bytes of a full KV cache: keys and values, every layer and KV head, T positions.
+
+    ``n_kv_heads`` counts the heads that have their own keys and values: n_heads for
+    multi-head attention, fewer for grouped-query attention (query heads share them in
+    groups), 1 for multi-query attention.
+    """
+    return 2 * n_layers * n_kv_heads * d_head * T * bytes_per_number
 
 
 # ---------------------------------------------------------------- what a step costs

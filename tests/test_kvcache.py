@@ -102,6 +102,22 @@ def test_cache_bytes_counts_keys_and_values():
     assert cache_bytes(2, 4, 16, 4096, 4) == 4 * 2**20
 
 
+def test_cache_bytes_counts_kv_heads_not_query_heads():
+    """Issue 24: the formula was 8× too large for Llama-2-70B (64 query heads, 8 KV heads)."""
+    grouped = cache_bytes(80, 8, 128, 1, 2)  # Llama-2-70B, fp16, one position
+    assert grouped == 2 * 80 * 8 * 128 * 2 == 320 * 2**10
+    assert cache_bytes(80, 64, 128, 1, 2) == 8 * grouped  # as if every head had its keys
+    assert cache_bytes(80, 1, 128, 4096, 2) * 64 == cache_bytes(80, 64, 128, 4096, 2)
+
+
+def test_the_decoder_holds_what_the_formula_counts(model):
+    """The tiny model is multi-head: its cache has one KV head per query head."""
+    decoder = CachedDecoder(model, max_len=64)
+    decoder.step(torch.randint(1, 65, (1, 40)))
+    attn = model.blocks[0].attn
+    assert decoder.nbytes() == cache_bytes(len(model.blocks), attn.n_heads, attn.d_head, 40, 4)
+
+
 def test_timing_helpers_return_seconds(model):
     for seconds in (
         kvcache.time_cached_step(model, 32, steps=2),

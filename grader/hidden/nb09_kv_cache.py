@@ -1,5 +1,5 @@
-"""Hidden checks and the mistake catalogue for notebook 09 (KV cache, eviction, attention
-without the T×T matrix)."""
+"""Hidden checks and the mistake catalogue for notebook 09 (KV cache, grouped-query
+attention, eviction, attention without the T×T matrix)."""
 
 import numpy as np
 
@@ -51,6 +51,28 @@ def _decode_cases(rng):
             "itself: append k_t and v_t to the cache before attending from q_t.",
         ),
         Mistake(
+            "attends-first-zero-at-position-0",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                d_k = W_Q.shape[0]
+                keys, values, out = [], [], []
+                for x in X:
+                    if keys:
+                        s = np.array(keys) @ (W_Q @ x) / np.sqrt(d_k)
+                        w = np.exp(s - s.max())
+                        out.append(w / w.sum() @ np.array(values))
+                    else:
+                        out.append(np.zeros(len(W_V)))
+                    keys.append(W_K @ x)
+                    values.append(W_V @ x)
+                return np.array(out)
+            """,
+            says=("misses itself", "before attending"),
+            message="`decode_with_cache` attends before appending, so position t misses "
+            "itself (position 0 sees nothing): append k_t and v_t to the cache before "
+            "attending from q_t.",
+        ),
+        Mistake(
             "attends-to-an-empty-cache",
             """
             def decode_with_cache(X, W_Q, W_K, W_V):
@@ -84,6 +106,24 @@ def _decode_cases(rng):
             """,
             says=("np.sqrt(d_k)",),
             message="`decode_with_cache` does not scale the scores: divide q · k by np.sqrt(d_k).",
+        ),
+        Mistake(
+            "scales-by-d_v",
+            """
+            def decode_with_cache(X, W_Q, W_K, W_V):
+                keys, values, out = [], [], []
+                for x in X:
+                    q = W_Q @ x
+                    keys.append(W_K @ x)
+                    values.append(W_V @ x)
+                    s = np.array(keys) @ q / np.sqrt(len(W_V))
+                    w = np.exp(s - s.max())
+                    out.append(w / w.sum() @ np.array(values))
+                return np.array(out)
+            """,
+            says=("√d_v", "np.sqrt(d_k)"),
+            message="`decode_with_cache` divides the scores by √d_v, the size of a value: "
+            "the scores are dot products of q and k, so divide by np.sqrt(d_k).",
         ),
         Mistake(
             "no-causality",
@@ -198,6 +238,194 @@ def decode_with_cache(X, W_Q, W_K, W_V):
     return E / E.sum(axis=1, keepdims=True) @ V
 
 
+def _gqa_cases(rng):
+    """Grouped (2 query heads per KV head), multi-query (1 KV head) and multi-head (as many
+    KV heads as query heads) layouts, with and without a causal mask."""
+    for T, n_heads, n_kv_heads, d_head, causal in [
+        (5, 4, 2, 3, True),
+        (6, 4, 1, 2, False),
+        (4, 3, 3, 2, True),
+        (7, 8, 2, 2, True),
+    ]:
+        d_model = n_heads * d_head
+        W_Q, W_O = rng.normal(size=(2, d_model, d_model)) / np.sqrt(d_model)
+        W_K, W_V = rng.normal(size=(2, n_kv_heads * d_head, d_model)) / np.sqrt(d_model)
+        mask = np.triu(np.full((T, T), -np.inf), 1) if causal else None
+        yield rng.normal(size=(T, d_model)), W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask
+
+
+@exercise(
+    "grouped_query_attention",
+    cases=_gqa_cases,
+    atol=1e-9,
+    rtol=1e-7,
+    shortcuts={"torch": _ATTENTION_IN_ONE_CALL, "attnlib": {"CausalSelfAttention"}},
+    mistakes=[
+        Mistake(
+            "pairs-heads-round-robin",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                T, d_model = X.shape
+                d_head = d_model // n_heads
+                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
+                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                group = n_heads // n_kv_heads
+                K, V = np.tile(K, (group, 1, 1)), np.tile(V, (group, 1, 1))
+                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                H = E / E.sum(axis=-1, keepdims=True) @ V
+                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
+            """,
+            says=("h // (n_heads // n_kv_heads)", "np.repeat"),
+            message="`grouped_query_attention` pairs query head h with KV head h % n_kv_heads "
+            "(round robin, as np.tile does); neighbouring query heads share a KV head: head h "
+            "reads KV head h // (n_heads // n_kv_heads) (np.repeat, not np.tile).",
+        ),
+        Mistake(
+            "scales-by-d_model",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                T, d_model = X.shape
+                d_head = d_model // n_heads
+                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
+                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                group = n_heads // n_kv_heads
+                K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
+                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_model)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                H = E / E.sum(axis=-1, keepdims=True) @ V
+                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
+            """,
+            says=("np.sqrt(d_head)",),
+            message="`grouped_query_attention` divides the scores by √d_model: each head "
+            "compares vectors of d_head numbers, so divide by np.sqrt(d_head).",
+        ),
+        Mistake(
+            "forgets-W_O",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                T, d_model = X.shape
+                d_head = d_model // n_heads
+                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
+                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                group = n_heads // n_kv_heads
+                K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
+                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                H = E / E.sum(axis=-1, keepdims=True) @ V
+                return H.transpose(1, 0, 2).reshape(T, d_model)
+            """,
+            says=("W_O",),
+            message="`grouped_query_attention` forgets W_O: after merging the heads, mix them "
+            "with `@ W_O.T`.",
+        ),
+        Mistake(
+            "ignores-the-mask",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                T, d_model = X.shape
+                d_head = d_model // n_heads
+                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
+                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+                group = n_heads // n_kv_heads
+                K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
+                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                H = E / E.sum(axis=-1, keepdims=True) @ V
+                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
+            """,
+            says=("mask",),
+            message="`grouped_query_attention` ignores `mask`: add it to every head's scores "
+            "before the softmax.",
+        ),
+        Mistake(
+            "splits-keys-into-n_heads",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                T, d_model = X.shape
+                d_head = d_model // n_heads
+                Q, K, V = (
+                    (X @ W.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
+                    for W in (W_Q, W_K, W_V)
+                )
+                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                H = E / E.sum(axis=-1, keepdims=True) @ V
+                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
+            """,
+            says=("n_kv_heads heads",),
+            caught_by="visible",  # it raises: the hidden check reports the error itself
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "loop-over-query-heads",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                d_head = W_Q.shape[0] // n_heads
+                Q, K, V = X @ W_Q.T, X @ W_K.T, X @ W_V.T
+                heads = []
+                for h in range(n_heads):
+                    g = h * n_kv_heads // n_heads  # the KV head of query head h
+                    q = Q[:, h * d_head : (h + 1) * d_head]
+                    k = K[:, g * d_head : (g + 1) * d_head]
+                    v = V[:, g * d_head : (g + 1) * d_head]
+                    S = q @ k.T / np.sqrt(d_head) + (0.0 if mask is None else mask)
+                    E = np.exp(S - S.max(axis=1, keepdims=True))
+                    heads.append(E / E.sum(axis=1, keepdims=True) @ v)
+                return np.concatenate(heads, axis=1) @ W_O.T
+            """,
+        ),
+        Alternative(
+            "repeated-weights",
+            """
+            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+                d_model = X.shape[1]
+                d_head = d_model // n_heads
+                group = n_heads // n_kv_heads
+                W_K = np.repeat(W_K.reshape(n_kv_heads, d_head, d_model), group, 0)
+                W_V = np.repeat(W_V.reshape(n_kv_heads, d_head, d_model), group, 0)
+                Q = np.einsum("td,hed->hte", X, W_Q.reshape(n_heads, d_head, d_model))
+                K = np.einsum("td,hed->hte", X, W_K)
+                V = np.einsum("td,hed->hte", X, W_V)
+                S = np.einsum("hqe,hke->hqk", Q, K) / np.sqrt(d_head)
+                if mask is not None:
+                    S = S + mask
+                A = np.exp(S - S.max(-1, keepdims=True))
+                A = A / A.sum(-1, keepdims=True)
+                H = np.einsum("hqk,hke->qhe", A, V).reshape(len(X), d_model)
+                return H @ W_O.T
+            """,
+        ),
+    ],
+)
+def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+    T, d_model = X.shape
+    d_head = d_model // n_heads
+    Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)  # [h, T, d_head]
+    K, V = ((X @ W.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2) for W in (W_K, W_V))
+    group = n_heads // n_kv_heads  # query heads per KV head: head h reads KV head h // group
+    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # [h, T, d_head]
+    S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # [h, T, T]
+    if mask is not None:
+        S = S + mask
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    H = E / E.sum(axis=-1, keepdims=True) @ V  # [h, T, d_head]
+    return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T  # [T, d_model]
+
+
 def _online_cases(rng):
     """Uneven last blocks, one block holding every key, a block larger than T_k, scores
     whose maximum grows block after block, and a maximum far above the first blocks'
@@ -262,6 +490,26 @@ def _online_cases(rng):
             "accumulated output when the maximum grows: multiply both by exp(m_old − m_new).",
         ),
         Mistake(
+            "rescales-the-output-only",
+            """
+            def online_softmax_attention(Q, K, V, block_size=64):
+                m = np.full(len(Q), -np.inf)
+                l = np.zeros(len(Q))
+                acc = np.zeros((len(Q), V.shape[1]))
+                for s in range(0, len(K), block_size):
+                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+                    m_new = np.maximum(m, S.max(axis=1))
+                    P = np.exp(S - m_new[:, None])
+                    l = l + P.sum(axis=1)
+                    acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
+                    m = m_new
+                return acc / l[:, None]
+            """,
+            says=("not the running sum",),
+            message="`online_softmax_attention` rescales the accumulated output but not the "
+            "running sum when the maximum grows: multiply both by exp(m_old − m_new).",
+        ),
+        Mistake(
             "averages-normalised-blocks",
             """
             def online_softmax_attention(Q, K, V, block_size=64):
@@ -313,9 +561,9 @@ def _online_cases(rng):
                     m = m_new
                 return acc / l[:, None]
             """,
-            says=("last block",),
+            says=("last block", "range(0, T_k, block_size)"),
             message="`online_softmax_attention` drops the shorter last block: "
-            "`range(0, T_k, block_size)` visits it.",
+            "`range(0, T_k, block_size)` visits every block, the short last one included.",
         ),
         Mistake(
             "keeps-the-first-maximum",
