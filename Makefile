@@ -1,24 +1,38 @@
 # Attention, step by step. The README's two commands: `make lab` and `make test`.
-# Every target sets up what it needs; nothing depends on anything installed by hand.
+# Every target sets up what it needs; nothing depends on anything installed by hand: the
+# learner's set (`pip install -e .`) for the Lab, the instructor's (`.[grader]`) for grading,
+# handouts and the bundle, and everything (`.[grader,hub,test]`) for the tests.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+GRADER_STAMP := $(VENV)/.grader-installed
+TEST_STAMP := $(VENV)/.test-installed
 SUBMISSIONS ?= submitted
 OUT ?= out
 
-.PHONY: setup lab update reset test release grade formgrader totals export data bench handouts \
-	bundle lint browser sandbox clean hub-setup hub hub-end
+.PHONY: setup grader-setup test-setup lab update reset test release grade formgrader totals \
+	export data bench handouts bundle lint browser sandbox clean hub-setup hub hub-end
 
 $(STAMP): pyproject.toml attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e .
 	$(PY) -m attnlib.setup_lab
 	touch $(STAMP)
 
+$(GRADER_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[grader]'
+	touch $(GRADER_STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[grader,hub,test]'
+	touch $(TEST_STAMP)
+
 setup: $(STAMP)
+grader-setup: $(GRADER_STAMP)
+test-setup: $(TEST_STAMP)
 
 # The learner's own copy: work/ (git-ignored), made from notebooks/ on the first `make lab`.
 lab: setup
@@ -30,38 +44,38 @@ update: setup
 reset: setup
 	$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)
 
-test: setup browser sandbox hub-setup
+test: test-setup browser sandbox hub-setup
 	$(PY) -m pytest
 
-release: setup
+release: grader-setup
 	$(PY) -m grader release
 
-grade: setup sandbox
+grade: grader-setup sandbox
 	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT) \
 	  $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) $(if $(STUDENTS),--students $(STUDENTS))
 
-formgrader: setup
+formgrader: grader-setup
 	$(PY) -m grader formgrader $(OUT)
 
-totals: setup
+totals: grader-setup
 	$(PY) -m grader totals $(OUT)
 
-export: setup
+export: grader-setup
 	$(PY) -m grader export $(OUT) $(if $(ROSTER),--roster $(ROSTER))
 
 data: setup
 	$(PY) -m attnlib.shipped --retrain
 
-bench: setup browser sandbox
+bench: test-setup browser sandbox
 	$(PY) -m bench
 
-handouts: setup browser
+handouts: grader-setup browser
 	$(PY) -m grader handouts --out handouts
 
-bundle: setup
+bundle: grader-setup
 	$(PY) -m grader bundle --out dist
 
-lint: setup
+lint: test-setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
 # Debian's Chromium, for the browser test and the PDF handouts (installed once, as root).
@@ -83,7 +97,7 @@ HUB_ROOT ?= /opt/attention-course
 HUB_OPTIONS ?=
 
 $(HUB_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,hub]'
+	$(PY) -m pip install --quiet -e '.[hub]'
 	touch $(HUB_STAMP)
 
 # JupyterHub's proxy from npm (pinned by hub/proxy/package-lock.json) with Debian's Node.js,

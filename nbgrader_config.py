@@ -25,5 +25,10 @@ c.GraderSettings.validate_timeout = 120  # s per cell for Validate and the hando
 c.Execute.timeout = c.GraderSettings.validate_timeout
 
 # `nbgrader validate` cuts every line at Validator.width - 3 characters (default 90): wide
-# enough for the longest message a check gives (tests/test_validate.py measures them).
+# enough for the longest message a check gives (tests/test_validate.py and test_bundle.py
+# measure them).
 c.Validator.width = 400
+
+# Validate's settings (the Execute and Validator sections above) reach learners from here
+# only: the student bundle and the workshop server's attendee profile copy them
+# (grader.bundle.validate_config), so change them here, and nowhere else.

@@ -1,13 +1,15 @@
 """`python -m grader bundle --out dist`: the zip students download.
 
-It holds the release notebooks, the helper package ``attnlib``, ``data/``, ``environment.yml``,
-a ``pyproject.toml`` that installs ``attnlib`` only (same pins as the course's), and a short
-student README. The notebooks come from a fresh release of ``solutions/`` made for the zip,
-never from ``notebooks/`` as it stands (where an answer typed while trying an exercise could
-sit). It never holds ``solutions/``, ``grader/`` (hidden checks), tests, gradebooks or
-anything else from the instructor's side: files are taken from an allow-list, and the
-finished zip is scanned for solution and hidden-test markers before it is kept.
-The zip is byte-identical on a rerun (fixed timestamps, sorted entries).
+It holds the release notebooks, the helper package ``attnlib``, ``data/``, ``environment.yml``
+(the learner's environment), a ``pyproject.toml`` that installs ``attnlib`` only (the course's
+dependencies, the learner's set: no grader, hub or test tools), an ``nbgrader_config.py`` with
+Validate's settings (:func:`validate_config`, which the workshop server's attendee profile
+carries too) and a short student README. The notebooks come from a fresh release of
+``solutions/`` made for the zip, never from ``notebooks/`` as it stands (where an answer typed
+while trying an exercise could sit). It never holds ``solutions/``, ``grader/`` (hidden
+checks), tests, gradebooks or anything else from the instructor's side: files are taken from
+an allow-list, and the finished zip is scanned for solution and hidden-test markers before
+it is kept. The zip is byte-identical on a rerun (fixed timestamps, sorted entries).
 """
 
 import io
@@ -18,9 +20,12 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+from traitlets.config import PyFileConfigLoader
+
 from grader.cli import UserError
 from grader.course import RELEASE, REPO_ROOT, assignments
 from grader.release import release
+from grader.settings import CONFIG_FILE
 
 NAME = "attention-step-by-step"
 SHIPPED_DIRS = ("attnlib", "data")
@@ -39,6 +44,10 @@ FORBIDDEN_PATHS = re.compile(
     r"(^|/)(solutions|grader|tests|bench|\.git|autograded|submitted)"
     r"(/|$)|gradebook|\.db$"
 )
+
+# The sections of the course's nbgrader_config.py that Validate reads: its per-cell time limit
+# (nbgrader's Execute) and the width `nbgrader validate` cuts its lines at (Validator).
+VALIDATE_SECTIONS = ("Execute", "Validator")
 
 # The set-up steps are the main README's (one source): the block between these markers.
 SETUP_MARKERS = ("<!-- attendee-setup -->", "<!-- /attendee-setup -->")
@@ -102,6 +111,24 @@ def _student_pyproject() -> bytes:
     ).encode()
 
 
+def validate_config() -> str:
+    """``c.<section>.<name> = <value>`` lines giving Validate the course's settings, read
+    from the course's nbgrader_config.py (never retyped: the bundle and the hub use these)."""
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(REPO_ROOT)).load_config()
+    return "".join(
+        f"c.{section}.{name} = {value!r}\n"
+        for section in VALIDATE_SECTIONS
+        for name, value in sorted(config[section].items())
+    )
+
+
+def _student_nbgrader_config() -> bytes:
+    return (
+        "# Validate's settings, the course's own (written by `python -m grader bundle`).\n"
+        "c = get_config()  # noqa: F821\n" + validate_config()
+    ).encode()
+
+
 def setup_steps(readme: str | None = None) -> str:
     """The attendees' set-up steps: the marked block of the main README."""
     text = (REPO_ROOT / "README.md").read_text() if readme is None else readme
@@ -140,6 +167,7 @@ def files(notebooks: dict[str, bytes]) -> dict[str, bytes]:
                 found[rel] = path.read_bytes()
     found["environment.yml"] = (REPO_ROOT / "environment.yml").read_bytes()
     found["pyproject.toml"] = _student_pyproject()
+    found["nbgrader_config.py"] = _student_nbgrader_config()
     found["README.md"] = student_readme().encode()
     return found
 

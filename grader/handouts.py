@@ -13,7 +13,8 @@ For each notebook, two handouts:
 
 Notebooks run in a scratch folder, so nothing in the course changes. Math is drawn with
 matplotlib's mathtext into the HTML, so handouts need no network. PDFs are printed by
-Debian's headless Chromium (via Playwright), with every non-local request blocked.
+Debian's headless Chromium (via Playwright, one of the instructor's tools: ``pip install -e
+'.[grader]'``, which `make handouts` runs), with every non-local request blocked.
 """
 
 import base64
@@ -22,6 +23,7 @@ import io
 import re
 import shutil
 import tempfile
+from importlib.util import find_spec
 from pathlib import Path
 
 import nbformat
@@ -64,6 +66,9 @@ def build(out: Path, only=None) -> list[Path]:
         raise UserError(f"no student release for {', '.join(missing)}: run `make release`")
     if not CHROMIUM.exists():
         raise UserError(f"{CHROMIUM} is missing: run `make browser` (Debian's chromium)")
+    if find_spec("playwright") is None:
+        raise UserError("Playwright is missing: install the instructor's tools, "
+                        "`pip install -e '.[grader]'` (as `make handouts` does)")  # fmt: skip
     pages = []
     for assignment in chosen:
         student = _execute(release_path(assignment), allow_errors=True)

@@ -1,24 +1,38 @@
 """`make bundle`: the student zip holds what students need and nothing secret, its notebooks
-come from a fresh release of solutions/ (never notebooks/ as it stands), and the commands its
-README gives work in the unzipped folder.
+come from a fresh release of solutions/ (never notebooks/ as it stands), the commands its
+README gives work in the unzipped folder, and its README's install (into a fresh venv) is the
+learner's set only, with Validate using the course's settings (as on the workshop server).
 
 The bundle is built once, from a copy of the course whose notebooks/ holds a typed answer
 (as a `make lab` session used to leave there); the tests read that zip.
 """
 
+import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
+from exercises.catalogue import visible_check
+from fixtures.batches import Batch
+from fixtures.validate import ANSI
 from test_browser import COPY_IGNORE, Lab
+from traitlets.config import PyFileConfigLoader
 
+from attnlib.checks import CheckFailed
 from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader.bundle import FORBIDDEN, NAME, SETUP_MARKERS, problems, setup_steps
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
+from grader.hidden import catalogue, compile_answer
+from hub.instructor import write_profiles
+from hub.settings import Settings
 
 PLANTED = "return 'AN ANSWER TYPED INTO notebooks/'"
 FIRST = "01_soft_lookup"
@@ -55,6 +69,7 @@ def test_bundle_has_the_student_materials_and_nothing_secret(built):
         "README.md",
         "environment.yml",
         "pyproject.toml",
+        "nbgrader_config.py",
         "attnlib/__init__.py",
         "attnlib/paths.py",
         "attnlib/lab.py",
@@ -160,3 +175,134 @@ def test_bundle_launch_hides_the_instructor_tools(unzipped, tmp_path):
         assert server.status("formgrader") == 404
     finally:
         server.stop()
+
+
+# --- the learner's install, and Validate with the course's settings ---------------------------
+
+INSTRUCTOR_ONLY = ("jupyterhub", "jupyterhub_idle_culler", "jupyter_archive", "dask",
+                   "distributed", "playwright", "pytest", "ruff")  # fmt: skip
+LOAD_CONFIG = (  # how `nbgrader validate` and the Lab's Validate read their settings
+    "from nbgrader.apps import NbGrader; app = NbGrader(); app.load_config_file(); "
+    "print(app.config.Execute.timeout, app.config.Validator.width)"
+)
+
+
+def _validate_settings(folder: Path) -> list:
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+    return [config.Execute.timeout, config.Validator.width]
+
+
+@pytest.fixture(scope="module")
+def longest(solution):
+    """(submission, line): the longest line any visible check prints for an entry of the
+    mistake catalogue, and a submission (release + solution answers) whose Validate prints it."""
+    found = []
+    for nb in assignments():
+        for exercise, spec in catalogue(nb).items():
+            for mistake in (m for m in spec.mistakes if m.caught_by != "hidden"):
+                try:
+                    visible_check(nb, exercise)(compile_answer(mistake.source, exercise,
+                                                               solution(nb)))  # fmt: skip
+                except CheckFailed as err:
+                    found += [(len(ln), ln, nb, exercise, mistake) for ln in str(err).split("\n")]
+    _, line, nb, exercise, mistake = max(found, key=lambda row: row[0])
+    assert len(line) > 87, "nbgrader's default width would hold every message: pick a longer"
+    return Batch(nb, ((exercise, mistake),)).submission(demos=False), line
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory):
+    """The unzipped bundle with a fresh `.venv` made as its README says (with this machine's
+    pip settings: torch comes from the local wheel folder)."""
+    _, zip_path, _, _ = built
+    top = tmp_path_factory.mktemp("installed")
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(top)
+    folder = top / NAME
+    subprocess.run([sys.executable, "-m", "venv", str(folder / ".venv")], check=True, timeout=300)
+    pip = subprocess.run([folder / ".venv/bin/pip", "install", "--quiet", "-e", "."], cwd=folder,
+                         capture_output=True, text=True, timeout=1200)  # fmt: skip
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    yield folder
+    shutil.rmtree(folder / ".venv")  # 1.4 GB, torch mostly
+
+
+def _run(folder: Path, *args: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([folder / ".venv/bin/python", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+
+
+def _press_validate(server: Lab, path: str) -> dict:
+    """What the Lab's Validate button asks its server (nbgrader's validate handler)."""
+    url = f"{server.url}/assignments/validate?{urllib.parse.urlencode({'path': path})}"
+    auth = {"Authorization": f"token {server.token}"}
+    request = urllib.request.Request(url, method="POST", headers=auth)
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read())
+
+
+def test_the_bundle_carries_the_course_validate_settings(built, tmp_path):
+    """The zip's nbgrader_config.py gives Validate the repo's values (not nbgrader's 30 s
+    cells and 87-character lines), and only Validate's: no course folders of the repo."""
+    _, _, contents, _ = built
+    (tmp_path / "nbgrader_config.py").write_bytes(contents["nbgrader_config.py"])
+    assert _validate_settings(tmp_path) == _validate_settings(REPO_ROOT)
+    assert _validate_settings(REPO_ROOT) != [30, 90], "the course keeps nbgrader's defaults"
+    text = contents["nbgrader_config.py"].decode()
+    assert "CourseDirectory" not in text and "GraderSettings" not in text, text
+
+
+def test_the_learner_install_has_no_hub_dask_or_test_tools(installed):
+    found = _run(installed, "-c", f"from importlib.util import find_spec as f; "
+                 f"print([m for m in {INSTRUCTOR_ONLY} if f(m)])")  # fmt: skip
+    assert found.stdout.strip() == "[]", f"in the learner's install: {found.stdout}{found.stderr}"
+    for module in ("jupyterhub", "dask"):  # as the issue says it: importing them fails
+        assert "ModuleNotFoundError" in _run(installed, "-c", f"import {module}").stderr, module
+    where = _run(installed, "-c", "import attnlib, nbgrader, torch; print(attnlib.__file__)")
+    assert where.stdout.strip() == str(installed / "attnlib" / "__init__.py"), where.stderr
+    assert _run(installed, "-c", LOAD_CONFIG).stdout.split() == [
+        str(v) for v in _validate_settings(REPO_ROOT)
+    ]
+
+
+def test_validate_in_the_learner_install_shows_the_longest_message_whole(
+    installed, longest, tmp_path
+):
+    """`nbgrader validate` (the CLI) and the Lab's Validate button (its API), in the fresh
+    install: the longest message any visible check prints for the catalogue comes out whole."""
+    nb, line = longest
+    path = installed / "validate" / "longest.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    out = _run(installed, "-m", "nbgrader", "validate", str(path.relative_to(installed)))
+    assert f"{line}\n" in out.stdout, f"cut or missing ({len(line)}): {out.stdout[-3000:]}"
+
+    server = Lab([str(installed / ".venv/bin/python"), "-m", "attnlib.lab"], installed, tmp_path)
+    try:
+        work = server.root / "longest.ipynb"
+        nbformat.write(nb, work)
+        answer = _press_validate(server, "longest.ipynb")
+    finally:
+        server.stop()
+    assert answer["success"], answer["value"]
+    errors = [ANSI.sub("", f["raw_error"]) for f in answer["value"].get("failed", [])]
+    assert any(f"{line}\n" in f"{e}\n" for e in errors), errors
+
+
+def test_the_hub_student_profile_validates_with_the_course_settings(longest, tmp_path):
+    """The attendees' profile (JUPYTER_CONFIG_PATH on the hub) gives `nbgrader validate` the
+    course's settings, from any folder: the longest message comes out whole."""
+    settings = Settings(root=tmp_path / "root")
+    write_profiles(settings)
+    env = dict(os.environ, JUPYTER_CONFIG_PATH=str(settings.profiles / "student"))
+    nb, line = longest
+    path = tmp_path / "home" / "longest.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    loaded = subprocess.run([sys.executable, "-c", LOAD_CONFIG], cwd=path.parent, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert loaded.stdout.split() == [str(v) for v in _validate_settings(REPO_ROOT)], loaded
+    out = subprocess.run([sys.executable, "-m", "nbgrader", "validate", path.name],
+                         cwd=path.parent, env=env, capture_output=True, text=True,
+                         timeout=600).stdout  # fmt: skip
+    assert f"{line}\n" in out, f"cut or missing ({len(line)}): {out[-3000:]}"

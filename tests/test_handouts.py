@@ -150,3 +150,17 @@ def test_printed_code_wraps_at_the_page_margin(handouts):
         browser.close()
     assert sum(before.values()) > 0, "no long line to wrap: the test shows nothing"
     assert not any(after.values()), after
+
+
+def test_a_learner_install_gets_a_one_line_error(monkeypatch, tmp_path, capsys):
+    """Playwright is an instructor's tool (the `grader` extra), not in `pip install -e .`."""
+    from grader import handouts
+
+    monkeypatch.setattr(handouts, "find_spec", lambda name: None)
+    assert main(["handouts", "--out", str(tmp_path), "--only", _chosen()[0]]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: Playwright is missing: install the instructor's tools, "
+        "`pip install -e '.[grader]'` (as `make handouts` does)"
+    ], err
+    assert not any(tmp_path.iterdir()), "nothing is written before the error"
