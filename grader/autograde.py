@@ -20,8 +20,9 @@ course folder ``OUT/nbgrader`` for formgrader, with the autograded notebooks),
 (``grader.report``). Finished notebooks are kept in ``OUT/work/results`` as they arrive:
 SIGTERM or Ctrl-C stop the run cleanly (workers and sandboxes included), and rerunning
 resumes, regrading only what is missing; a killed grader takes its workers and kernels with
-it (parent-death signals). Results are the same on every rerun (hidden inputs are seeded
-from the student and notebook; ``--seed`` changes them for everyone). Settings come from
+it (parent-death signals). Results are the same on every rerun into the same OUT (hidden
+inputs are seeded from OUT's seed, the student and the notebook: ``grader.seeds``; a new OUT
+draws a fresh seed, ``--seed`` chooses one). Settings come from
 ``nbgrader_config.py`` (``c.GraderSettings``, see ``grader.settings``); options override them.
 With ``--scheduler ADDRESS`` the same jobs run on a Dask cluster instead of local worker
 processes (``grader.cluster``); everything else, OUT included, stays the same.
@@ -70,7 +71,7 @@ def add_arguments(parser):
         ("--memory-mb", "memory_mb", int, "memory cap per kernel"),
         ("--judge-seconds", "judge_seconds", float, "time limit of judging one notebook"),
         ("--judge-memory-mb", "judge_memory_mb", int, "memory limit of judging one notebook"),
-        ("--seed", "seed", int, "seed of the hidden inputs (default: ATTN_GRADER_SEED or 0)"),
+        ("--seed", "seed", int, "seed of the hidden inputs (default: OUT's, or a fresh one)"),
     ]
     for flag, name, kind, text in options:
         parser.add_argument(
@@ -185,9 +186,10 @@ def _choose(args, students) -> list[str]:
     chosen = [a for a in known if any(a in s.notebooks for s in students)]
     if not chosen:
         seen = sorted({x for s in students for x in s.extra})[:3]
+        refused = [f"; {s.student}: {s.refused}" for s in students if s.refused]
         raise UserError(
             "no submitted file is a course notebook (expected names like "
-            f"{known[0]}.ipynb; found {', '.join(seen) or 'no files'})"
+            f"{known[0]}.ipynb; found {', '.join(seen) or 'no files'})" + "".join(refused[:1])
         )
     return chosen
 
@@ -288,16 +290,17 @@ def _jobs(students, assignments, trusted, settings) -> list:
             notes = list(sub.notes.get(a, []))
             if sub.extra:
                 notes.append(f"ignored extra files: {', '.join(sorted(sub.extra)[:8])}")
-            path = sub.notebooks.get(a)
+            handed = sub.notebooks.get(a)
             jobs.append(
                 Job(
                     sub.student,
                     a,
-                    path.read_bytes() if path else None,
+                    handed.data if handed else None,
                     trusted[a],
                     settings.snapshot(),
                     tuple(notes),
-                    path.name if path else "",
+                    handed.name if handed else "",
+                    sub.refused,
                 )
             )
     return jobs
@@ -306,7 +309,7 @@ def _jobs(students, assignments, trusted, settings) -> list:
 def run(args) -> int:
     from tqdm import tqdm
 
-    from grader import gradebook, intake, totals, trusted
+    from grader import gradebook, intake, seeds, totals, trusted
     from grader.job import grade, job_key, likely_cost
 
     start = monotonic()
@@ -324,12 +327,15 @@ def run(args) -> int:
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        students = intake.collect(entries, course.assignments(), _answer_ids(), out / "work")
+        students = intake.collect(
+            entries, course.assignments(), _answer_ids(), out / "work", settings
+        )
         assignments = _choose(args, students)
     except UserError:
         if created:  # a run that cannot start leaves no OUT behind
             shutil.rmtree(out)
         raise
+    settings.seed = seeds.settle(out, settings.seed)  # before any result is made with it
     models = trusted.models(assignments, settings.release_cache)
     gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
     jobs = _jobs(students, assignments, models, settings)

@@ -15,7 +15,9 @@ apply) with its own cell loop:
   skipped, and grading goes on: one bad cell costs only what depends on it;
 - after each test cell, its end-of-cell marker must arrive on the stream (else: tampered);
 - output floods are cut at ``max_output_chars`` per cell while they arrive;
-- after each kernel, no process of the sandbox's uid may be left.
+- after each kernel, no process of the sandbox's uid may be left;
+- all the notebook's sandboxes run in one cgroup of their own (``grader.sandbox.limit_group``)
+  where the host allows it; what it hit (memory, processes) is in ``exceeded``.
 """
 
 import asyncio
@@ -36,7 +38,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, List
 
-from grader import sandbox
+from grader import cgroups, sandbox
 from grader.stream import KernelStream, Windows
 
 TIMEOUT_ENAME = "GraderCellTimeout"
@@ -88,8 +90,8 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
-        if self.owner_uid is not None:  # the kernel runs as the sandbox's uid and reads it
-            os.chown(self.connection_file, self.owner_uid, self.owner_uid)
+        if self.owner_uid is not None:  # the sandbox's uid reads it, never writes it
+            os.chmod(self.connection_file, 0o644)
 
 
 @dataclass
@@ -110,6 +112,8 @@ class Plan:
     sandboxed: bool = True
     uid: int | None = None
     scratch_mb: int = 512
+    shm_mb: int = 64
+    limits: object = None  # grader.cgroups.Limits of each sandbox as a whole (sandboxed)
     grace: float = 10.0
     trusted_timeout: int = 120  # the per-cell limit of the trusted imports cell
 
@@ -130,6 +134,8 @@ class SandboxedExecute(Execute):
         self.shutdown_kernel = "immediate"
         self.leftovers = 0
         self.kernel_starts = 0
+        self.group: list = []  # the notebook's cgroup folders ([]: rlimits only)
+        self.exceeded: list[str] = []  # the cgroup's limits it hit
 
     # -- output flood control
     def output(self, outs, msg, display_id, cell_index):
@@ -164,7 +170,10 @@ class SandboxedExecute(Execute):
                 folders=plan.folders,
                 uid=plan.uid,
                 scratch_mb=plan.scratch_mb,
+                shm_mb=plan.shm_mb,
             )
+            if self.group:
+                command = cgroups.join_command(self.group, command)
         else:
             command = KERNEL
         self.km = SandboxKernelManager(
@@ -193,8 +202,18 @@ class SandboxedExecute(Execute):
 
     # -- the cell loop
     def run(self, nb, plan: Plan, stderr=None) -> dict[int, dict]:
-        """Execute ``nb`` in place; return {cell index: status}. ``plan.state_cells`` are
-        replayed after a restart (cells that define the learner's names)."""
+        """Execute ``nb`` in place, in the notebook's cgroup; return {cell index: status}."""
+        self.group = sandbox.limit_group(plan.limits) if plan.sandboxed else []
+        try:
+            return self._run(nb, plan, stderr)
+        finally:
+            self.exceeded = cgroups.exceeded(self.group)
+            cgroups.end_processes(self.group)
+            cgroups.remove(self.group)
+
+    def _run(self, nb, plan: Plan, stderr=None) -> dict[int, dict]:
+        """The cell loop. ``plan.state_cells`` are replayed after a restart (cells that
+        define the learner's names)."""
         self.nb = nb
         self._chars: dict[tuple, int] = {}
         self.flooded: set[int] = set()
@@ -222,7 +241,8 @@ class SandboxedExecute(Execute):
             stream, env = self._kernel(plan)
             try:
                 with self.setup_kernel(cwd=plan.cwd, env=env, stderr=stderr):
-                    sandbox.seal(self.ipc, plan.uid)
+                    if plan.sandboxed:
+                        sandbox.seal(self.ipc, plan.uid, self.km.provisioner.process.pid)
                     self.replaying = True
                     for idx in list(replay):
                         current = idx

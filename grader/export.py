@@ -21,7 +21,7 @@ column only.
 import csv
 from pathlib import Path
 
-from grader import course
+from grader import course, csvfile
 from grader.cli import UserError
 from grader.totals import current
 
@@ -87,25 +87,23 @@ def _num(value) -> str:
 
 
 def write_canvas(path: Path, students, notebooks, points, maxima, roster) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(CANVAS_COLUMNS + notebooks)
-        writer.writerow([POINTS_POSSIBLE, "", "", "", ""] + [_num(maxima[n]) for n in notebooks])
-        for student in students:
-            ids = {"Student": student, **roster.get(student, {})}
-            writer.writerow(
-                [ids.get(c, "") for c in CANVAS_COLUMNS]
-                + [_num(points[(student, n)]) for n in notebooks]
-            )
+    rows = [[POINTS_POSSIBLE, "", "", "", ""] + [_num(maxima[n]) for n in notebooks]]
+    for student in students:
+        ids = {"Student": student, **roster.get(student, {})}
+        rows.append(
+            [ids.get(c, "") for c in CANVAS_COLUMNS]
+            + [_num(points[(student, n)]) for n in notebooks]
+        )
+    csvfile.write(path, CANVAS_COLUMNS + notebooks, rows)
 
 
 def write_long(path: Path, students, notebooks, points, maxima) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(LONG_COLUMNS)
-        for student in students:
-            for n in notebooks:
-                writer.writerow([student, n, _num(points[(student, n)]), _num(maxima[n])])
+    rows = (
+        [student, n, _num(points[(student, n)]), _num(maxima[n])]
+        for student in students
+        for n in notebooks
+    )
+    csvfile.write(path, LONG_COLUMNS, rows)
 
 
 def run(args) -> int:

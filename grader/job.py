@@ -19,7 +19,6 @@ import hashlib
 import json
 import shutil
 import sys
-import tempfile
 import traceback
 import zlib
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from time import monotonic
 
 import nbformat
 
-from grader import course, needs, sandbox
+from grader import cgroups, course, needs, sandbox
 from grader import judge as judging
 from grader import rebuild as rebuilding
 from grader import scan as scanning
@@ -39,6 +38,7 @@ RESULT_VERSION = 5  # bump when grading logic changes, so resumed runs regrade
 TAMPERED = "grader instrumentation tampered"
 SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
 NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check depends on it.)\n"
+LOOK = "your instructor will look at it."
 TAMPERED_MESSAGE = (
     "Not graded: code in your notebook interfered with the grader's instrumentation; "
     "your instructor will look at it."
@@ -54,6 +54,7 @@ class Job:
     settings: dict  # GraderSettings.snapshot()
     notes: tuple = ()  # intake notes (wrong name, from a zip, ...)
     name: str = ""  # the file's name as submitted
+    refused: str = ""  # the rows' message when intake refused the student (over a budget)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class State:
     judge_failed: str = ""  # a message for every autograded row when judging failed
     skip: set = field(default_factory=set)  # demo cells this run leaves out (grader.needs)
     before_run: tuple = ()  # (flags, notes, tampered) before execute: confirm may run again
+    limits: str = ""  # how the sandbox's limits applied: "cgroup", or "rlimits" per process
 
 
 @cache
@@ -92,10 +94,11 @@ def _grader_fingerprint() -> bytes:
 def job_key(job: Job) -> str:
     """Identifies a job's inputs: a finished result with the same key is reused on resume."""
     h = hashlib.sha256(_grader_fingerprint())
-    for part in (RESULT_VERSION, job.student, job.notebook, sorted(job.notes), job.name):
+    parts = (RESULT_VERSION, job.student, job.notebook, sorted(job.notes), job.name, job.refused)
+    for part in parts:
         h.update(repr(part).encode())
-    for name, value in sorted(job.settings.items()):
-        if name not in ("workers", "release_cache", "sandbox_slots"):
+    for name, value in sorted(job.settings.items()):  # intake's budgets act through the above
+        if name not in ("workers", "release_cache", "sandbox_slots") and "unpack" not in name:
             h.update(f"{name}={value!r}".encode())
     h.update(job.submission if job.submission is not None else b"<missing>")
     h.update(job.trusted.release.encode())
@@ -186,7 +189,9 @@ def read(s: State) -> None:
     they say they came from."""
     job = s.job
     if job.submission is None:
-        s.result = missing_result(job, "Notebook not submitted.", notes=s.notes)
+        message = job.refused or "Notebook not submitted."
+        flags = [job.refused] if job.refused else []
+        s.result = missing_result(job, message, flags=flags, notes=s.notes)
         return
     try:
         data, read_notes = rebuilding.parse(job.submission)
@@ -421,6 +426,8 @@ def _plan(s: State, folder: Path, windows, cell_windows):
         sandboxed=sandboxed,
         uid=slot.uid if slot else None,
         scratch_mb=cfg["scratch_mb"],
+        shm_mb=cfg["shm_mb"],
+        limits=cgroups.Limits(cfg["memory_mb"], cfg["sandbox_cpus"], cfg["max_processes"]),
         grace=cfg["stream_grace"],
         trusted_timeout=cfg["validate_timeout"],
     )
@@ -433,7 +440,7 @@ def execute(s: State) -> None:
     cfg = s.job.settings
     s.before_run = (list(s.flags), list(s.notes), list(s.tampered))
     s.run_nb, s.windows, s.cell_windows = _instrument(s)
-    folder = Path(tempfile.mkdtemp(prefix="attn-job-"))
+    folder = Path(sandbox.job_folder())
     try:
         plan = _plan(s, folder, s.windows, s.cell_windows)
         executor = SandboxedExecute(
@@ -451,6 +458,11 @@ def execute(s: State) -> None:
         s.notes.append(f"output flood cut at {executor.max_output_chars} characters per cell")
     if executor.leftovers:
         s.flags.append(f"sandbox: {executor.leftovers} processes outlived their kernel (killed)")
+    if executor.exceeded:  # as when judging exceeds its limits: the notebook scores 0
+        hit = ", ".join(executor.exceeded)
+        s.flags.append(f"sandbox exceeded its limits ({hit})")
+        s.judge_failed = f"Not graded: your notebook exceeded its limits ({hit}); {LOOK}"
+    s.limits = ("cgroup" if executor.group else "rlimits") if cfg["sandbox"] else ""
     s.flags += [f"sandbox {e['kind']}: {e['detail']}" for e in s.windows.logs]
     s.tampered += s.windows.tampered
 
@@ -471,6 +483,7 @@ def judge(s: State) -> None:
         ],
         "records": records,
         "seeds": {n: _seed(s.job, n) for t in s.job.trusted.tests for n, _ in t.verifies},
+        "clean": sorted(s.nb.cells[i].metadata["nbgrader"]["grade_id"] for i in _clean(s)),
     }
     outcome = judging.judge_bounded(request, cfg["judge_seconds"], cfg["judge_memory_mb"])
     if "exceeded" in outcome:
@@ -486,10 +499,30 @@ def judge(s: State) -> None:
         s.tampered += outcome["tampered"]
 
 
-def _answer_message(name: str, status: dict | None, cfg: dict) -> str | None:
+def _clean(s: State) -> set[int]:
+    """Indexes of the cells that ran before any hidden input reached the kernel: those
+    before the first hidden test cell, in a run with one kernel (after a restart, cells run
+    again later, and files may outlive a kernel). Only their error texts may be quoted."""
+    if s.timings.get("kernel_starts") != 1:
+        return set()
+    hidden = {t.id for t in s.job.trusted.tests if t.hidden}
+    first = next(
+        (
+            i
+            for i, c in enumerate(s.nb.cells)
+            if c.metadata.get("nbgrader", {}).get("grade_id") in hidden
+        ),
+        len(s.nb.cells),
+    )
+    return {i for i in range(first) if s.nb.cells[i].metadata.get("nbgrader", {}).get("grade_id")}
+
+
+def _answer_message(name: str, status: dict | None, cfg: dict, quote: bool) -> str | None:
     kind = (status or {}).get("status")
     if kind == "error":
-        return f"Your `{name}` cell raised {status.get('ename')}: {status.get('evalue')}".strip()
+        ename = judging.error_name(status.get("ename"), quote)
+        text = f": {status.get('evalue')}" if quote else ""
+        return f"Your `{name}` cell raised {ename}{text}".strip()
     if kind == "timeout":
         return f"Your `{name}` cell ran longer than the {cfg['cell_timeout']} s time limit."
     if kind == "died":
@@ -545,7 +578,8 @@ def _test_verdict(s: State, test, idx: int, answer_status: dict):
     if not passed and s.found.get(test.exercise) == "missing":
         message = f"The answer cell for `{test.exercise}` is missing from your notebook."
     elif not passed and ("is not defined" in message or "did not run" in message):
-        message = _answer_message(test.exercise, answer_status.get(test.exercise), cfg) or message
+        status, quote = answer_status.get(test.exercise, (None, False))
+        message = _answer_message(test.exercise, status, cfg, quote) or message
     return passed, message
 
 
@@ -553,11 +587,11 @@ def write(s: State) -> None:
     """The result: rows, per-test points, flags, and the autograded notebook as JSON."""
     job = s.job
     tests = {t.id: t for t in job.trusted.tests}
-    answer_status = {}
+    answer_status, clean = {}, _clean(s)
     for idx, cell in enumerate(s.run_nb.cells[: len(s.nb.cells)]):
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if gid in s.found:
-            answer_status[gid] = s.status.get(idx)
+            answer_status[gid] = (s.status.get(idx), idx in clean)
     points, messages = {}, {}
     for idx, cell in enumerate(s.nb.cells):
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -597,6 +631,7 @@ def write(s: State) -> None:
         "notes": list(dict.fromkeys(s.notes)),
         "autograded": nbformat.writes(s.nb),
         "sandboxed": job.settings["sandbox"],
+        "limits": s.limits,
         "demo_cells_left_out": len(s.skip),
     }
     s.timings["slowest_cell"] = max((st.get("seconds", 0) for st in s.status.values()), default=0)

@@ -17,12 +17,18 @@ replay cannot reproduce): trusting the kernel there can only cost the learner po
 
 Records are decoded with ``grader.wire`` (bounded, no pickles); a record that cannot be
 decoded, or has the wrong shape, was not written by the grader's recorder: tampering.
+
+Messages never quote text the kernel made once a hidden input could be in it (the learner's
+error texts and exception names, what the recorder says of a value, a shortcut's name the
+judge cannot find loaded itself): only text from visible test cells that ran before the
+first hidden test cell, in a run with one kernel (the job's ``clean`` ids), is quoted.
 """
 
 import ast
 import builtins
 import contextlib
 import functools
+import importlib
 import io
 import multiprocessing
 import sys
@@ -128,9 +134,24 @@ def _error_name(info: dict) -> str:
     return name if name.isidentifier() else "Exception"
 
 
-def _raise(info) -> None:
+# In place of a learner's error text that may not be quoted (``quote`` below).
+WITHHELD = "its text is not shown once hidden checks have run; Validate shows it"
+
+
+def error_name(ename, quote: bool) -> str:
+    """The name of an error the learner's code raised, as a message may show it: a name the
+    learner chose (their own exception class) only from a cell run before any hidden input
+    reached the kernel (``quote``); otherwise a built-in one, or "Exception"."""
+    name = _error_name({"ename": ename})
+    return name if quote or name in _BUILTIN_ERRORS else "Exception"
+
+
+def _raise(info, quote: bool) -> None:
+    """Raise what the learner's function raised in the kernel; its text only when ``quote``
+    (the call was made before any hidden input reached the kernel)."""
     info = info if isinstance(info, dict) else {}
-    ename, evalue = _error_name(info), str(info.get("evalue", ""))[:500]
+    ename = error_name(info.get("ename"), quote)
+    evalue = str(info.get("evalue", ""))[:500] if quote else WITHHELD
     if ename == "NotImplementedError":
         raise NotImplementedError(evalue)
     raise type(ename, (Exception,), {})(evalue)
@@ -152,9 +173,9 @@ def _write_back(after: dict, args, kwargs) -> None:
 class Replay:
     """Plays back the learner's function: same arguments, same answer as in the kernel."""
 
-    def __init__(self, name: str, calls: list, record: Record):
+    def __init__(self, name: str, calls: list, record: Record, quote: bool):
         self.__name__ = name
-        self.record = record
+        self.record, self.quote = record, quote
         self.calls = [c for c in calls if type(c) is dict and c.get("fn") == name]
         self.used: set[int] = set()
         names = self.calls[0].get("params") if self.calls else None
@@ -169,19 +190,21 @@ class Replay:
             rec_kwargs, _ = self.record.value(entry.get("kwargs"))
             if _equal(list(rec_args), list(args)) and _equal(rec_kwargs, kwargs):
                 self.used.add(i)
-                return _outcome(entry, self.record, args, kwargs)
+                return _outcome(entry, self.record, args, kwargs, self.quote)
         raise NotChecked(self.__name__)
 
 
-def _outcome(entry: dict, record: Record, args, kwargs):
+def _outcome(entry: dict, record: Record, args, kwargs, quote: bool = False):
     """Return or raise what the learner's function did in the kernel, after changing the
-    arguments in place as it did."""
+    arguments in place as it did (the recorder sends their state after every call; the
+    trusted ``call()`` compares it with its own copies)."""
     if "after" in entry:
         after, _ = record.value(entry["after"])
-        if type(after) is dict:
-            _write_back(after, args, kwargs)
+        if type(after) is not dict:  # too large to record: whether it changed is unknown
+            raise NotChecked(str(entry.get("fn") or "the function"))
+        _write_back(after, args, kwargs)
     if "raise" in entry:
-        _raise(entry["raise"])
+        _raise(entry["raise"], quote)
     if "result" not in entry:
         raise NotChecked("the call never finished in the kernel")
     return record.value(entry["result"])[0]
@@ -193,6 +216,33 @@ def _too_large(value) -> str | None:
     if isinstance(value, (list, tuple)):
         return next((t for v in value if (t := _too_large(v))), None)
     return None
+
+
+def _check_after(entries: list, record: Record) -> None:
+    """The recorder sends the arguments' state after every call it records (whether the call
+    changed them is decided here): an entry without it was not written by the recorder."""
+    if any(
+        type(e) is dict and ("result" in e or "raise" in e) and "after" not in e for e in entries
+    ):
+        raise Tampered(f"{record.what}'s record leaves out what a call did to its arguments")
+
+
+def _real_name(hit: str) -> str | None:
+    """``hit`` (kernel text) when it names an object this process has loaded too, e.g.
+    ``torch.softmax``; None otherwise (it could carry anything out)."""
+    parts = hit.split(".")
+    if len(hit) > 100 or not all(p.isidentifier() for p in parts):
+        return None
+    if parts[0] == "attnlib":  # the course's own package: its modules may be imported here
+        with contextlib.suppress(Exception):
+            importlib.import_module(".".join(parts[:2]))
+    found = sys.modules.get(parts[0])
+    for part in parts[1:]:
+        try:
+            found = getattr(found, part)
+        except Exception:  # noqa: BLE001 (a lazy attribute that fails: not a real name)
+            return None
+    return hit if found is not None and callable(found) else None
 
 
 def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
@@ -207,7 +257,8 @@ def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
             [f"`{name}` switched off the grader's profiler while it ran (tampering)"],
         )
     return (
-        f"`{name}` calls {hits[0]}: the exercise is to build it from NumPy operations.",
+        f"`{name}` calls {_real_name(hits[0]) or 'a ready-made solution'}: the exercise is "
+        "to build it from NumPy operations.",
         [f"whole-solution shortcut at run time: `{name}` calls {', '.join(hits)}"],
     )
 
@@ -215,20 +266,23 @@ def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
 # --------------------------------------------------------------------------- test cells
 
 
-def judge_visible(source: str, trusted_ns: dict, record: Record):
-    """(passed, message, flags) for a visible test cell."""
+def judge_visible(source: str, trusted_ns: dict, record: Record, quote: bool = False):
+    """(passed, message, flags) for a visible test cell; the learner's own error texts are
+    quoted only when ``quote`` (the cell ran before any hidden input reached the kernel)."""
     ns = dict(trusted_ns)
     flags = [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
     calls = record.get("calls", list, [])
+    in_source = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     for name, data in record.get("values", dict, {}).items():
-        if name in trusted_ns or not name.isidentifier():
+        if name in trusted_ns or name not in in_source:
             continue
         if data == "callable":
-            ns[name] = Replay(name, calls, record)
+            ns[name] = Replay(name, calls, record, quote)
         else:
             ns[name], subclasses = record.value(data)
             flags += [f"`{name}` is an ndarray subclass ({s})" for s in subclasses]
-    missing = [n for n in record.get("missing", list, []) if n not in trusted_ns]
+    missing = [n for n in record.get("missing", list, []) if n in in_source - set(trusted_ns)]
+    _check_after(calls, record)
     for entry in calls:
         if type(entry) is dict and (
             found := _shortcut(str(entry.get("fn")), entry.get("shortcuts"))
@@ -239,7 +293,8 @@ def judge_visible(source: str, trusted_ns: dict, record: Record):
             result, subclasses = record.value(entry["result"])
             flags += [f"`{entry.get('fn')}` returned an ndarray subclass ({s})" for s in subclasses]
             if reason := _too_large(result):
-                return False, f"`{entry.get('fn')}` returned a value {reason}.", flags
+                flags.append(f"`{entry.get('fn')}` returned a value {reason}"[:300])
+                return False, "Your function returned a value too large to record.", flags
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # checks print "passed" lines
             exec(compile(source, "<visible check>", "exec"), ns)
@@ -256,12 +311,14 @@ def judge_visible(source: str, trusted_ns: dict, record: Record):
             flags,
         )
     except NameError as err:
-        name = getattr(err, "name", None) or (missing[0] if missing else "?")
+        name = getattr(err, "name", None)
+        name = name if name in in_source else (missing[0] if missing else "?")
         return False, f"`{name}` is not defined when its check runs.", flags
     except Tampered:
         raise
     except Exception as err:  # noqa: BLE001 (a check crashing on odd results is a failed check)
-        return False, f"The check stopped on your result: {type(err).__name__}: {err}", flags
+        # Its text would quote the learner's values: the check's error name alone.
+        return False, f"The check stopped on your result ({type(err).__name__}).", flags
     if failed := _failed_in_kernel(record):
         return False, failed, flags
     return True, "", flags
@@ -283,25 +340,20 @@ def _failed_in_kernel(record: Record) -> str | None:
     return FAILED_IN_KERNEL if error.get("ename") == "CheckFailed" else None
 
 
-def _shapes(args) -> str:
-    return ", ".join(
-        f"shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__ for a in args
-    )
-
-
 def _copy(args):
     return tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
 def judge_hidden(name: str, cases: list, entry: dict, record: Record):
     """(passed, message, flags) for one exercise of a hidden test cell. Only the names of
-    errors a hidden input caused reach the learner, never their text: it could carry the
-    hidden inputs out."""
+    built-in errors a hidden input caused reach the learner, never their text nor the
+    inputs' shapes: they could carry the hidden inputs out."""
     from grader.hidden import check_case
 
     if found := _shortcut(name, entry.get("shortcuts")):
         return False, found[0], found[1]
     results = entry.get("results") if type(entry.get("results")) is list else []
+    _check_after(results, record)
     names = entry.get("params")
     sig = signature(names) if type(names) is list else None
     flags = []
@@ -309,14 +361,10 @@ def judge_hidden(name: str, cases: list, entry: dict, record: Record):
         if i >= len(results) or type(results[i]) is not dict:
             return False, f"Hidden check: `{name}` did not run on every hidden input.", flags
         result = results[i]
-        if "raise" in result and _error_name(result["raise"]) != "NotImplementedError":
-            ename = _error_name(result["raise"])
-            ename = ename if ename in _BUILTIN_ERRORS else "an exception"
-            return (
-                False,
-                f"Hidden check: `{name}` raised {ename} on a hidden input ({_shapes(args)}).",
-                flags,
-            )
+        raised = result.get("raise") if type(result.get("raise")) is dict else None
+        if raised is not None and _error_name(raised) != "NotImplementedError":
+            ename = error_name(raised.get("ename"), quote=False)
+            return False, f"Hidden check: `{name}` raised {ename} on a hidden input.", flags
 
         def replay(*a, _result=result, **k):
             return _outcome(_result, record, a, k)
@@ -332,7 +380,8 @@ def judge_hidden(name: str, cases: list, entry: dict, record: Record):
                     for s in record.value(result["result"])[1]
                 ]
             if reason := _too_large(got):
-                return False, f"Hidden check: `{name}` returned a value {reason}.", flags
+                flags.append(f"`{name}` returned a value {reason}"[:300])
+                return False, f"Hidden check: `{name}` returned a value too large to record.", flags
             check_case(name, args, got)
         except CheckFailed as err:
             return False, str(err), flags
@@ -379,11 +428,14 @@ def judge_notebook(request: dict) -> dict:
     """{test id: {"passed", "message", "flags"}} and {"tampered": [...]} for one notebook.
 
     ``request``: {"imports": trusted imports source, "tests": [{"id", "exercise", "hidden",
-    "source", "verifies"}], "records": {test id: record bytes}, "seeds": {exercise: seed}}.
+    "source", "verifies"}], "records": {test id: record bytes}, "seeds": {exercise: seed},
+    "clean": [ids of the visible tests that ran before any hidden input reached the kernel,
+    whose learner's error texts may be quoted]}.
     """
     trusted_ns: dict = {}
     exec(compile(request["imports"], "<imports>", "exec"), trusted_ns)  # trusted course code
     verdicts, tampered = {}, []
+    clean = set(request.get("clean", ()))
     for test in request["tests"]:
         if test["id"] not in request["records"]:
             continue  # the cell did not run to its end: the job says why
@@ -393,14 +445,16 @@ def judge_notebook(request: dict) -> dict:
             if too_large := record.get("too_large", str):
                 verdicts[test["id"]] = {
                     "passed": False,
-                    "message": f"What this check recorded was too large to judge ({too_large}).",
+                    "message": "What this check recorded was too large to judge.",
                     "flags": [f"{what}: record too large ({too_large})"[:300]],
                 }
                 continue
             if test["hidden"] and (error := record.get("kernel_error", dict)):
                 raise Tampered(f"{what}'s recorder failed ({_error_name(error)})")
             if not test["hidden"]:
-                passed, message, flags = judge_visible(test["source"], trusted_ns, record)
+                passed, message, flags = judge_visible(
+                    test["source"], trusted_ns, record, test["id"] in clean
+                )
             else:
                 passed, message, flags = True, "", []
                 flags += [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]

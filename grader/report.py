@@ -13,11 +13,12 @@
   ``histogram.png``.
 """
 
-import csv
 import html
 import re
 from collections import Counter
 from pathlib import Path
+
+from grader import csvfile
 
 GRADES_COLUMNS = ["student", "notebook", "exercise", "points", "max_points", "message"]
 
@@ -49,10 +50,7 @@ def rows(results: list[dict], manual: dict) -> list[dict]:
 
 
 def write_grades(out: Path, grade_rows: list[dict]) -> None:
-    with open(out / "grades.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, GRADES_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(grade_rows)
+    csvfile.write(out / "grades.csv", GRADES_COLUMNS, grade_rows)
 
 
 def totals(grade_rows: list[dict], notebooks: list[str]) -> list[dict]:
@@ -82,10 +80,7 @@ def totals(grade_rows: list[dict], notebooks: list[str]) -> list[dict]:
 
 def write_totals(out: Path, total_rows: list[dict], notebooks: list[str]) -> None:
     cols = ["student", *notebooks, "total", "max_total", "pending_hand_grading"]
-    with open(out / "totals.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, cols, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(total_rows)
+    csvfile.write(out / "totals.csv", cols, total_rows)
 
 
 _STYLE = """<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;
@@ -142,13 +137,14 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> No
                     f"<td>{_message_html(r['message'])}</td></tr>"
                 )
             body.append("</table>")
-        (folder / f"{_file_safe(student)}.html").write_text(
-            _page(f"Feedback: {student}", "".join(body))
-        )
+        feedback_path(out, student).write_text(_page(f"Feedback: {student}", "".join(body)))
 
 
-def _file_safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "_"
+def feedback_path(out: Path, student: str) -> Path:
+    """``OUT/feedback/<student>.html``, the id's characters other than letters, digits and
+    ``-_.`` replaced by ``_`` (an id may be any folder name)."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student) or "_"
+    return out / "feedback" / f"{safe}.html"
 
 
 def exercise_stats(grade_rows: list[dict]) -> list[dict]:
@@ -214,10 +210,7 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
     folder = out / "report"
     folder.mkdir(exist_ok=True)
     stats = exercise_stats(grade_rows)
-    with open(folder / "exercises.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, list(stats[0]) if stats else ["notebook"], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(stats)
+    csvfile.write(folder / "exercises.csv", list(stats[0]) if stats else ["notebook"], stats)
     flag_rows = [
         {"student": r["student"], "notebook": r["notebook"], "reason": f}
         for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
@@ -225,10 +218,10 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
     ]
     if not sandboxed:
         flag_rows.insert(0, {"student": "(all)", "notebook": "(all)", "reason": NO_SANDBOX})
-    with open(folder / "flags.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, ["student", "notebook", "reason"], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(flag_rows)
+    if any(r.get("limits") == "rlimits" for r in results):  # no cgroup could be made
+        reason = "sandbox limits per process only (rlimits): no cgroup allowed on this host"
+        flag_rows.insert(0, {"student": "(all)", "notebook": "(all)", "reason": reason})
+    csvfile.write(folder / "flags.csv", ["student", "notebook", "reason"], flag_rows)
     _histogram(folder / "histogram.png", total_rows)
 
     timings = [r["timings"]["total"] for r in results if r.get("timings", {}).get("total")]

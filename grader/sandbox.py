@@ -8,8 +8,9 @@ cgroup namespaces and this view of the machine:
   ``grader/wire.py``, ``grader/kernel/``), ``data/``, ``/usr`` and the few ``/etc`` files
   the dynamic linker needs;
 - writable: a private scratch folder (a size-limited tmpfs holding only the rebuilt notebook,
-  the kernel's working directory and home), a private ``/tmp`` (tmpfs) and the folder of the
-  kernel's IPC sockets;
+  the kernel's working directory and home), a private ``/tmp`` and ``/dev/shm`` (size-limited
+  tmpfs) and, until the kernel has made its sockets, the folder of its IPC sockets (then
+  sealed: :func:`seal`); ``/dev`` itself is read-only;
 - nothing else: not ``solutions/``, ``grader/hidden/``, the gradebook, OUT, other students,
   the rest of the repository or of the home folder.
 
@@ -21,18 +22,28 @@ way the kernel has no capabilities and ``no_new_privs``, ``--die-with-parent`` a
 ``setpriv --pdeathsig`` make it die with its worker, and the PID namespace means killing it
 kills everything the student started; when the grader is root, no process of the slot's uid
 may survive a notebook (:func:`kill_leftovers`).
+
+Where the host allows a cgroup (``grader.cgroups``), each notebook's sandboxes run in one of
+their own (:func:`limit_group`), joined before the sandbox is built: memory (every process and
+every tmpfs page together), CPU and processes are capped for the sandbox as a whole.
+Elsewhere the kernel's rlimits stand in, per process. Each job's host folder is named after
+its worker's pid, so the folders (and cgroups) of a worker that was killed are removed by the
+next job on that machine (:func:`job_folder`).
 """
 
 import fcntl
+import itertools
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import cgroups
 from grader.course import REPO_ROOT
 
 INSTALL_HINT = (
@@ -44,6 +55,10 @@ INSTALL_HINT = (
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/fonts")
 SLOT_LOCKS = Path("/run/attn-grader-slots")  # root only; not under TMPDIR, which runs change
 LINKS = {"/lib": "usr/lib", "/lib64": "usr/lib64", "/bin": "usr/bin", "/sbin": "usr/sbin"}
+JOB_PREFIX = "attn-job-"  # + the worker's pid: a job's host folder (grader.job)
+GROUP = "attn-grader"  # the sandboxes' cgroups: GROUP/w<worker pid>-<n>
+_GROUPS = itertools.count()
+SEAL = [sys.executable, "-m", "grader.remount"]  # + PID PATH, in a process of its own
 
 
 class Unavailable(Exception):
@@ -70,12 +85,87 @@ def check() -> None:
         )
 
 
-def seal(folder: str, uid: int | None) -> None:
-    """After the kernel has made its sockets: it may no longer create files in ``folder``
-    (the one host folder it can write to)."""
+class SealFailed(Exception):
+    """The IPC folder could not be made read-only for the sandbox: no student code may run."""
+
+
+def seal(folder: str, uid: int | None, pid: int) -> None:
+    """After the kernel has made its sockets: it may no longer write in ``folder`` (the one
+    host folder it can write to). Root mode: the folder goes back to root. Otherwise the
+    sandbox runs as this user, so its bind of the folder is remounted read-only inside the
+    sandbox (``pid`` is the sandbox's ``bwrap``), where this user owns the namespaces."""
     if uid is not None:
         os.chown(folder, 0, 0)
         os.chmod(folder, 0o755)
+        return
+    inside = _first_inside(pid)
+    argv = [*SEAL, str(inside), folder]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=REPO_ROOT)
+    if done.returncode != 0:
+        raise SealFailed(f"cannot seal the sandbox's IPC folder: {done.stderr.strip()[-300:]}")
+
+
+def _first_inside(pid: int) -> int:
+    """A process started by ``pid`` that is in another mount namespace (the sandbox's)."""
+    mine, level = os.stat("/proc/self/ns/mnt").st_ino, [pid]
+    while level:
+        for child in level:
+            if os.stat(f"/proc/{child}/ns/mnt").st_ino != mine:
+                return child
+        level = [c for p in level for c in _children(p)]
+    raise SealFailed(f"no sandbox under process {pid}")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except OSError:
+        return []
+
+
+# --------------------------------------------------------------------------- host leftovers
+
+
+def job_folder() -> str:
+    """A new private folder for one job, named after this process; first the folders of
+    workers that are gone (killed mid-notebook: a student's notebook, a kernel.json) go."""
+    base = tempfile.gettempdir()
+    for entry in os.scandir(base):
+        pid = _owner_pid(entry.name, JOB_PREFIX)
+        if pid and not _alive(pid):
+            shutil.rmtree(entry.path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=base)
+
+
+def limit_group(limits: cgroups.Limits) -> list:
+    """A cgroup of its own for one notebook's sandboxes, under the grader's own; [] where
+    the host allows none. First the cgroups of workers that are gone are emptied and go."""
+    stale = [
+        Path(entry.path)
+        for parent in cgroups.folders(GROUP, nested=True)
+        for entry in os.scandir(parent)
+        if entry.is_dir() and (pid := _owner_pid(entry.name, "w")) and not _alive(pid)
+    ]
+    cgroups.end_processes(stale)
+    cgroups.remove(stale)
+    return cgroups.create(f"{GROUP}/w{os.getpid()}-{next(_GROUPS)}", limits, nested=True)
+
+
+def _owner_pid(name: str, prefix: str) -> int:
+    """The worker pid a leftover's name holds (``<prefix><pid>-...``), or 0."""
+    pid = name[len(prefix) :].split("-")[0] if name.startswith(prefix) else ""
+    return int(pid) if pid.isdigit() and "-" in name[len(prefix) :] else 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def read_roots() -> list[str]:
@@ -224,6 +314,7 @@ def command(
     folders: list[str],
     uid: int | None,
     scratch_mb: int,
+    shm_mb: int = 64,
 ) -> list[str]:
     """The full command that runs ``kernel_argv`` in a sandbox. ``files``: {path inside
     scratch: host file} bound read-only; ``folders``: writable folders made inside scratch."""
@@ -238,6 +329,8 @@ def command(
             view.made.add(link)
     view.args += ["--proc", "/proc", "--dev", "/dev"]
     view.made |= {"/proc", "/dev"}
+    view.tmpfs("/dev/shm", shm_mb, "1777")
+    view.args += ["--remount-ro", "/dev"]  # its device nodes still work; no files there
     view.tmpfs(scratch, scratch_mb, "0777")
     for path in folders:
         view.folder(path, "0777")
@@ -259,6 +352,7 @@ def command(
         "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
         "--inh-caps=-all", "--bounding-set=-all", "--",
         "bwrap", "--unshare-user", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
-        "--bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--chdir", scratch, "--",
+        # --dev-bind: the outer sandbox's device nodes (its read-only /dev) keep working.
+        "--dev-bind", "/", "/", "--proc", "/proc", "--chdir", scratch, "--",
         *kernel_argv,
     ]  # fmt: skip

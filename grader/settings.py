@@ -27,7 +27,18 @@ class GraderSettings(Configurable):
         help="Seconds per cell for Validate and the handouts (nbgrader_config.py copies it "
         "into c.Execute.timeout, which nbgrader reads).",
     ).tag(config=True)
-    memory_mb = Integer(3072, help="Address space of one student's kernel (MB).").tag(config=True)
+    memory_mb = Integer(
+        3072,
+        help="Memory of one student's sandbox as a whole (MB): all its processes, its /tmp, "
+        "scratch and /dev/shm together (a cgroup, where the host allows one); also the "
+        "address space of each of its processes.",
+    ).tag(config=True)
+    sandbox_cpus = Float(
+        1.0, help="Cores one sandbox may use at once, all its processes together (a cgroup)."
+    ).tag(config=True)
+    shm_mb = Integer(64, help="Size of a sandbox's /dev/shm (MB), within memory_mb.").tag(
+        config=True
+    )
     file_mb = Integer(256, help="Largest file a kernel may write (MB).").tag(config=True)
     scratch_mb = Integer(
         512, help="Size of a sandbox's private scratch folder and of its /tmp (MB each)."
@@ -52,9 +63,12 @@ class GraderSettings(Configurable):
         help="Seconds to wait, after a test cell finished, for the kernel's end-of-cell "
         "marker; a marker that never comes means the instrumentation was tampered with.",
     ).tag(config=True)
-    seed = Integer(help="Seed of the hidden inputs (default: ATTN_GRADER_SEED or 0).").tag(
-        config=True
-    )
+    seed = Integer(
+        None,
+        allow_none=True,
+        help="Seed of the hidden inputs (default: ATTN_GRADER_SEED, else the one OUT recorded, "
+        "else a fresh one per OUT: grader.seeds).",
+    ).tag(config=True)
     workers = Integer(0, help="Parallel workers; 0 means one per core.").tag(config=True)
     skip_demo_cells = Bool(
         True,
@@ -70,6 +84,25 @@ class GraderSettings(Configurable):
         "sandbox_uid + N (no account needed).",
     ).tag(config=True)
     sandbox_slots = Integer(64, help="Uids reserved for worker slots.").tag(config=True)
+    unpack_mb = Integer(
+        200,
+        help="Bytes one student's zip files may unpack to, zips inside zips included (MB), "
+        "counted as they are written; over it, that student is not graded and says why.",
+    ).tag(config=True)
+    unpack_files = Integer(2000, help="Files one student's zip files may unpack to.").tag(
+        config=True
+    )
+    unpack_depth = Integer(
+        3, help="Levels of zips opened: 1 opens the zips handed in, not the zips inside them."
+    ).tag(config=True)
+    batch_unpack_mb = Integer(
+        10_000,
+        help="Bytes the zip files of a whole run may unpack to together (MB); the students "
+        "unpacked once it is spent are not graded and say why.",
+    ).tag(config=True)
+    batch_unpack_files = Integer(
+        200_000, help="Files the zip files of a whole run may unpack to together."
+    ).tag(config=True)
     release_cache = Unicode(
         help="Where trusted releases built from solutions/, and the empty gradebooks made "
         "from them, are cached (by content hash)."
@@ -77,7 +110,8 @@ class GraderSettings(Configurable):
 
     @default("seed")
     def _seed_default(self):
-        return int(os.environ.get("ATTN_GRADER_SEED", 0))
+        value = os.environ.get("ATTN_GRADER_SEED")
+        return int(value) if value else None
 
     @default("release_cache")
     def _cache_default(self):

@@ -5,6 +5,7 @@
 (``release``, ``grade``, ``feedback``, ``totals``) run in a terminal of their Lab. Modules:
 ``settings`` (the one settings object), ``environment`` (the course environment),
 ``instructor`` (their folder and commands), ``spawner`` (login, servers, roles),
-``limits`` (per-attendee limits), ``server`` (start), ``endofday`` (backup and wipe), and
-``jupyterhub_config.py`` (JupyterHub's configuration).
+``limits`` (per-attendee limits), ``server`` (start), ``answers`` (the checkout's answers kept
+from attendees), ``graderun`` (``grade`` safe to interrupt and rerun), ``endofday`` (backup
+and wipe), and ``jupyterhub_config.py`` (JupyterHub's configuration).
 """

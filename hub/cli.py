@@ -6,6 +6,8 @@ An instructor (in a terminal of their Lab on the hub):
 """
 
 import argparse
+import sqlite3
+import subprocess
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -80,6 +82,12 @@ def main(argv=None) -> int:
     except SetupError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: run the same command again to finish", file=sys.stderr)
+        return 130
+    except (OSError, sqlite3.Error, subprocess.CalledProcessError) as err:
+        print(f"error: `python -m hub {args.command}` failed: {err}", file=sys.stderr)
+        return 1
 
 
 def _end(s: settings.Settings, yes: bool) -> int:

@@ -28,7 +28,8 @@ from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
 from attnlib.lab import write_profile
-from grader import course, formgrader, gradebook, settings, trusted
+from grader import bundle, course, formgrader, gradebook, settings, trusted
+from hub import graderun
 from hub.settings import REPO_ROOT, Settings
 
 # Kept next to the graded notebook, as nbgrader's own autograde keeps them: generate_feedback
@@ -78,11 +79,13 @@ def _nbgrader_config(s: Settings) -> str:
 
 
 def _student_config(s: Settings) -> str:
+    """The attendees' nbgrader settings: the exchange, and Validate's settings taken from the
+    course's nbgrader_config.py (as the student bundle carries them)."""
     return (
         "# Written by `python -m hub start`: nbgrader for the attendees' servers.\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {s.course_id!r}\n"
-        f"c.Exchange.root = {str(s.exchange)!r}\n"
+        f"c.Exchange.root = {str(s.exchange)!r}\n" + bundle.validate_config()
     )
 
 
@@ -151,7 +154,8 @@ def _nbgrader(s: Settings, *args: str) -> int:
     """Run an nbgrader command in the course folder, with the instructors' settings."""
     env = dict(os.environ, JUPYTER_CONFIG_PATH=os.pathsep.join(map(str, config_path(s))))
     cmd = [sys.executable, "-m", "nbgrader", *args, "--log-level=WARN"]
-    return subprocess.run(cmd, cwd=s.course_root, env=env).returncode
+    return subprocess.run(cmd, cwd=s.course_root, env=env,
+                          preexec_fn=graderun.dies_with_parent).returncode  # fmt: skip
 
 
 def release(s: Settings, assignments: list[str]) -> int:
@@ -193,13 +197,24 @@ def _record_submissions(s: Settings, assignment: str, students: list[str]) -> No
 
 
 def grade(s: Settings, assignments: list[str]) -> int:
-    """Collect, then grade with the course grader into ``grading/``."""
+    """Collect, then grade with the course grader into ``grading/``; safe to interrupt and
+    rerun (``hub.graderun``)."""
     known = course.assignments()
     unknown = [a for a in assignments if a not in known]
     if unknown:
         print(f"error: unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}",
               file=sys.stderr)  # fmt: skip
         return 2
+    with graderun.one_at_a_time(s.grading):
+        if graderun.begin(s.grading):
+            print("an earlier `hub grade` was interrupted: its gradebook changes are undone")
+        code = _collect_and_grade(s, assignments)
+        if code == 0:
+            graderun.finish(s.grading)
+    return code
+
+
+def _collect_and_grade(s: Settings, assignments: list[str]) -> int:
     staged = {}
     for a in assignments:
         if code := _nbgrader(s, "collect", a, "--update"):
@@ -211,8 +226,9 @@ def grade(s: Settings, assignments: list[str]) -> int:
         return 0
     cmd = [sys.executable, "-m", "grader", "autograde", str(s.collected),
            "--out", str(s.grading), "--notebooks", *assignments]  # fmt: skip
-    if code := subprocess.run(cmd, cwd=s.private_course).returncode:
-        return code
+    grader = subprocess.run(cmd, cwd=s.private_course, preexec_fn=graderun.dies_with_parent)
+    if grader.returncode:
+        return grader.returncode
     for a, students in staged.items():
         _record_submissions(s, a, students)
     print(f"graded into {s.grading}; formgrader lists them; then: python -m hub feedback "

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from grader.release import release
-from hub import environment, instructor, settings
+from hub import answers, environment, instructor, settings
 from hub.settings import REPO_ROOT, Settings
 
 CONFIG_FILE = Path(__file__).with_name("jupyterhub_config.py")
@@ -78,6 +78,8 @@ def lay_out(s: Settings) -> None:
     s.save()
     ensure_group(s.group, s.groups_file)
     gid = ensure_group(s.instructor_group, s.groups_file)
+    for path in answers.close_to_others():
+        print(f"Made {path} unreadable to attendees (chmod o-rwx): it holds the answers.")
     print(f"Laying out {s.root}: the release, the course and the grading folder...", flush=True)
     notebooks = fresh_release(s.release)
     environment.write_course(s.course, notebooks)
@@ -91,6 +93,28 @@ def lay_out(s: Settings) -> None:
     s.homes.mkdir(exist_ok=True)
     os.chmod(s.homes, 0o755)
     instructor.write_profiles(s)
+
+
+def _as_nobody() -> None:
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def require_own_pid_namespaces() -> None:
+    """Attendees' servers each run in a PID namespace of their own (``hub.spawner``): refuse
+    to start where an unprivileged user cannot make one."""
+    from hub.spawner import OWN_PROCESSES
+
+    probe = subprocess.run([*OWN_PROCESSES, "true"], preexec_fn=_as_nobody, cwd="/",
+                           capture_output=True, text=True)  # fmt: skip
+    if probe.returncode:
+        said = (probe.stderr.strip().splitlines() or ["no message"])[-1]
+        raise environment.SetupError(
+            f"an unprivileged user cannot get a PID namespace here ({said}), so attendees would "
+            "see every process: allow unprivileged user namespaces (sysctl "
+            "kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0)"
+        )
 
 
 def banner(s: Settings, passwords: dict) -> str:
@@ -110,6 +134,7 @@ def start(s: Settings, students: str | None, instructors: str | None) -> None:
         raise environment.SetupError(
             f"JupyterHub's proxy is missing ({settings.proxy_command()}): run `make hub-setup`"
         )
+    require_own_pid_namespaces()
     lay_out(s)
     passwords = settings.passwords(s, students, instructors)
     print(banner(s, passwords), flush=True)

@@ -10,7 +10,10 @@ made (``root``, the host's own users) is refused.
 environment as its user, with the role's launch profile (``attnlib.lab``): attendees get the
 Assignments tab and Validate, instructors formgrader and Create Assignment, opening their
 course folder. It adds the per-attendee limits of ``hub.limits`` and, when a server stops,
-ends whatever it left running.
+ends whatever it left running. An attendee's server runs in a PID namespace of its own with
+its own ``/proc`` (bubblewrap, unprivileged, nothing of the host changed): their terminals'
+``ps`` and ``/proc`` show their own processes only, none of the other attendees' or the
+instructors' (whose servers run without one).
 """
 
 import asyncio
@@ -25,6 +28,11 @@ from jupyterhub.spawner import LocalProcessSpawner
 
 from hub import instructor as hub_instructor
 from hub import limits, settings
+
+# JupyterHub's shell_cmd (the server's command is its last argument); bwrap's own init is the
+# namespace's pid 1, and when bwrap is stopped everything in the namespace ends with it.
+OWN_PROCESSES = ["bwrap", "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc",
+                 "--die-with-parent", "--", "/bin/bash", "-c"]  # fmt: skip
 
 
 def in_group(username: str, group: str) -> bool:
@@ -115,6 +123,7 @@ class CourseSpawner(LocalProcessSpawner):
             self.notebook_dir = str(s.instructor)
         else:
             self.notebook_dir = home
+        self.shell_cmd = [] if self.user.admin else OWN_PROCESSES
         self._cgroups = limits.create(self.user.name, self._limits(s), s.group)
         applied = "a cgroup" if self._cgroups else "rlimits (no cgroup allowed here)"
         self.log.info("limits for %s: %s, %s", self.user.name, applied, self._limits(s))

@@ -29,7 +29,8 @@ from fixtures.validate import failed_cells, validate
 
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
 from grader.job import NOT_RUN
-from grader.judge import FAILED_IN_KERNEL
+from grader.judge import FAILED_IN_KERNEL, WITHHELD
+from grader.report import feedback_path
 
 
 def _mine(rows, student, notebook=NB):
@@ -299,7 +300,10 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
 def test_no_hidden_source_reaches_feedback(graded):
     _, out, _, rows, _, _ = graded
     message = _mine(rows, "leak_feedback")["hard_lookup"]["message"]
-    assert "LEAK:cat:" in message and "No such file or directory" in message
+    # Its error text came after hidden inputs: only the exception's type is named.
+    assert "raised ValueError" in message and "LEAK" not in message, message
+    status, text = attacks.seen(out, "leak_feedback")["hidden source"]
+    assert status != 0 and "No such file or directory" in text, (status, text)
     hidden = [
         line.strip()
         for path in (REPO_ROOT / "grader" / "hidden").glob("*.py")
@@ -340,7 +344,7 @@ def test_grading_names_every_mistake_it_grades(graded):
     a mistake the hidden check catches costs the exercise its points."""
     from grader.hidden import Mistake
 
-    results, seen, kernel_only = graded[4], set(), set()
+    results, seen, kernel_only, withheld = graded[4], set(), set(), set()
     for student, batch in MISTAKES.items():
         tests = results[(student, batch.notebook)]["tests"]
         for ex in exercises(batch.notebook):
@@ -353,6 +357,10 @@ def test_grading_names_every_mistake_it_grades(graded):
                 if visible["message"] == FAILED_IN_KERNEL:  # the kernel's text is not shown
                     kernel_only.add(entry.label)
                     continue
+                if WITHHELD in visible["message"]:  # a crash after hidden checks: type only
+                    assert f"`{ex.grade_id}` raised " in visible["message"], visible
+                    withheld.add(entry.label)
+                    continue
                 text = visible["message"].lower()
                 assert all(w.lower() in text for w in entry.says), (entry.says, visible)
                 seen.add(entry.label)
@@ -364,6 +372,8 @@ def test_grading_names_every_mistake_it_grades(graded):
     # A check that measures the learner's function (its memory) fails as it did in the kernel,
     # with a fixed message (Validate, in the learner's own session, says why).
     assert "whole-score-matrix" in kernel_only
+    # A crash whose hint rests on the error's text, in a cell after a hidden check (issue 23).
+    assert "splits-keys-into-n_heads" in withheld
     assert seen, "no mistake's words were checked"
 
 
@@ -466,7 +476,7 @@ def test_leaving_out_demo_cells_changes_no_grade(graded, tmp_path):
                    for row in results[key]["rows"]), key  # fmt: skip
     student, notebook = min(stood)
     left_out = results[student, notebook]["demo_cells_left_out"]
-    feedback = (graded[1] / "feedback" / f"{student}.html").read_text()
+    feedback = feedback_path(graded[1], student).read_text()
     assert f"{left_out} demo cells were not re-run when grading" in feedback
     copy = nbformat.read(graded[1] / "nbgrader" / "autograded" / student / notebook
                          / f"{notebook}.ipynb", as_version=4)  # fmt: skip

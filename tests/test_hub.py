@@ -8,9 +8,10 @@ releases notebook 01; one attendee fetches it from the Assignments tab in Chromi
 other through the same REST call the tab makes; they type their answers (one right, one
 with a catalogued mistake) through Jupyter's contents API and submit; the instructor
 collects and grades with the course grader and releases feedback; the attendees fetch it
-and read their points. The last test runs `make hub-end`'s command (backup, then every
-account, home and group removed). The teardown stops whatever is left, even after a
-failure. Without root (it makes unix users) the module is skipped.
+and read their points. Attendees read neither the answers nor other people's processes, and
+a grade run killed halfway reruns to the same grades. The last test runs `make hub-end`'s
+command (backup, then every account, home and group removed). The teardown stops whatever
+is left, even after a failure. Without root (it makes unix users) the module is skipped.
 """
 
 import csv
@@ -24,12 +25,14 @@ import secrets
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 import zipfile
+from contextlib import closing
 from pathlib import Path
 
 import nbformat
@@ -37,12 +40,14 @@ import pytest
 from fixtures import attacks
 from fixtures.adversarial import honest
 from fixtures.batches import Batch, uses
+from nbgrader.api import Gradebook
 from test_browser import CHROMIUM, SHOTS, _free_port, browser
 
 from attnlib.lab import INSTRUCTOR_PLUGINS
+from grader import gradebook
 from grader.course import REPO_ROOT, exercises
 from grader.hidden import catalogue
-from hub import limits, spawner
+from hub import graderun, limits, spawner
 from hub import settings as hub_settings
 
 pytestmark = pytest.mark.skipif(
@@ -175,16 +180,24 @@ class Hub:
     def instructor_runs(self, argv: list[str], cwd: Path, timeout: float = 900, check=True):
         """``argv`` as the instructor, with their Lab terminal's environment and umask
         (``hub.spawner``); it must succeed unless ``check`` is false."""
+        proc = subprocess.run(self._instructor_command(argv), cwd=cwd, capture_output=True,
+                              text=True, timeout=timeout, preexec_fn=_instructor_umask)  # fmt: skip
+        assert proc.returncode == 0 or not check, f"{' '.join(argv)}:\n{proc.stdout}{proc.stderr}"
+        return proc
+
+    def instructor_starts(self, argv: list[str], output) -> subprocess.Popen:
+        """``argv`` as the instructor, in a session of its own (a terminal's), not waited for."""
+        return subprocess.Popen(self._instructor_command(argv), cwd=self.settings.instructor,
+                                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_instructor_umask)  # fmt: skip
+
+    def _instructor_command(self, argv: list[str]) -> list[str]:
         account = pwd.getpwnam(INSTRUCTOR)
         env = spawner.role_env(self.settings, instructor=True) | {
             "HOME": account.pw_dir, "USER": INSTRUCTOR, "LANG": "C.UTF-8",
         }  # fmt: skip
         cmd = ["runuser", "-u", INSTRUCTOR, "--", "env", "-i"]
-        cmd += [f"{k}={v}" for k, v in env.items()] + argv
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout, preexec_fn=lambda: os.umask(0o007))  # fmt: skip
-        assert proc.returncode == 0 or not check, f"{' '.join(argv)}:\n{proc.stdout}{proc.stderr}"
-        return proc
+        return cmd + [f"{k}={v}" for k, v in env.items()] + argv
 
     def stop(self) -> None:
         """`make hub-end`'s command if the last test did not run it, then whatever is left."""
@@ -194,6 +207,10 @@ class Hub:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
         self.log.close()
+
+
+def _instructor_umask() -> None:
+    os.umask(0o007)
 
 
 def _remove_leftovers() -> None:
@@ -262,14 +279,27 @@ def test_attendees_sign_in_and_get_their_role(hub):
     assert _no_account("intruder")
 
 
+def _servers(name: str) -> list[Path]:
+    """``name``'s server processes as the host sees them (/proc), not the bwrap around one."""
+    uid = pwd.getpwnam(name).pw_uid
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            mine = p.name.isdigit() and p.stat().st_uid == uid
+            cmdline = (p / "cmdline").read_bytes() if mine else b""
+        except OSError:  # ended meanwhile
+            continue
+        if b"jupyterhub-singleuser" in cmdline and not cmdline.startswith(b"bwrap\0"):
+            found.append(p)
+    return found
+
+
 def test_servers_run_from_the_shared_environment_with_limits(hub):
     """Each server runs the course environment (readable by all, writable by root only),
     with the per-attendee process limit (and a cgroup or a memory rlimit)."""
     s = hub.settings
     assert os.stat(s.env).st_mode & 0o777 == 0o755 and os.stat(s.env).st_uid == 0
-    uid = pwd.getpwnam(RIGHT).pw_uid
-    servers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and p.stat().st_uid == uid
-               and b"jupyterhub-singleuser" in (p / "cmdline").read_bytes()]  # fmt: skip
+    servers = _servers(RIGHT)
     assert servers, "no server process runs as the attendee"
     cmdline = (servers[0] / "cmdline").read_bytes().split(b"\0")
     assert Path(cmdline[0].decode()).resolve().is_relative_to(s.root), cmdline
@@ -329,6 +359,42 @@ def test_the_instructor_s_terminal_runs_the_course_commands(hub):
     said = _terminal(hub, INSTRUCTOR, "python -m hub --help > /dev/null && echo HUB-$((6 * 7))",
                      "HUB-42")  # fmt: skip
     assert "HUB-42" in said, f"the terminal printed:\n{said}"
+
+
+def test_attendees_cannot_read_the_answers(hub):
+    """`make hub` made the checkout's answers (solutions/, grader/hidden/, its git history)
+    unreadable to attendees, who can reach the checkout itself: neither their account nor
+    their Lab's terminal reads them."""
+    reach = subprocess.run(["runuser", "-u", RIGHT, "--", "ls", REPO_ROOT], capture_output=True)
+    if reach.returncode:
+        pytest.skip(f"{REPO_ROOT} is out of attendees' reach anyway")
+    targets = [
+        REPO_ROOT / "solutions" / NB / f"{NB}.ipynb",
+        next((REPO_ROOT / "grader" / "hidden").glob("nb01_*.py")),
+        REPO_ROOT / ".git" / "HEAD",
+    ]
+    for path in targets:
+        assert path.is_file(), path
+        peek = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", path], capture_output=True)
+        assert peek.returncode != 0 and b"Permission denied" in peek.stderr, path
+    typed = f"cat {' '.join(map(str, targets))}; ls {REPO_ROOT / 'solutions'}; echo END-$((6 * 7))"
+    said = _terminal(hub, RIGHT, typed, "END-42")
+    assert "END-42" in said and said.count("Permission denied") == len(targets) + 1, said
+
+
+def test_attendees_see_only_their_own_processes(hub):
+    """Each attendee's server has a PID namespace and a /proc of its own: `ps` in their
+    terminal lists their own processes only, while the other attendee's and the instructor's
+    servers, and the hub (root), run on the host."""
+    uids = {name: pwd.getpwnam(name).pw_uid for name in (RIGHT, WRONG, INSTRUCTOR)}
+    assert _servers(WRONG) and _servers(INSTRUCTOR), "the others' servers must be running"
+    hub_pid = int((hub.settings.state / "jupyterhub.pid").read_text())
+    typed = f"ps -ww -eo uid=,args=; ls -d /proc/{hub_pid}; echo PS-$((6 * 7))"
+    said = _terminal(hub, RIGHT, typed, "PS-42")
+    listed = re.findall(r"^\s*(\d+) +(\S.*?)\r?$", said, re.M)
+    assert any("jupyterhub-singleuser" in args for _, args in listed), said
+    assert {int(uid) for uid, _ in listed} == {uids[RIGHT]}, said
+    assert f"cannot access '/proc/{hub_pid}'" in said, said
 
 
 def test_instructor_releases_to_the_exchange(hub):
@@ -393,6 +459,42 @@ def test_instructor_grades_with_the_course_grader(hub):
     gradebook = hub.settings.grading / "gradebook.db"
     peek = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", gradebook], capture_output=True)
     assert peek.returncode != 0 and b"Permission denied" in peek.stderr, "attendees read grades"
+
+
+def _gradebook_scores(s) -> dict[str, float]:
+    with Gradebook(gradebook.db_url(s.grading), gradebook.COURSE_ID) as gb:
+        return {sub.student.id: sub.score for sub in gb.assignment_submissions(NB)}
+
+
+def test_an_interrupted_grade_reruns_to_the_same_grades(hub, tmp_path):
+    """`hub grade` killed in a write to the gradebook (a closed terminal's SIGHUP, then
+    SIGKILL), then run again: the rerun undoes the half-written gradebook, succeeds, and gives
+    the grades of the uninterrupted run before it, in totals.csv and in the gradebook."""
+    s = hub.settings
+    points, scores = _points(hub), _gradebook_scores(s)
+    database = s.grading / "gradebook.db"
+    journal = database.with_name("gradebook.db-journal")  # there while a write is under way
+    for signum in (signal.SIGHUP, signal.SIGKILL):
+        with closing(sqlite3.connect(database)) as db, db:  # so the run has grades to write
+            db.execute("UPDATE grade SET auto_score = 0")
+        # A reader (as formgrader) holds the gradebook: the run's first write waits at its
+        # commit, its journal written, and is killed there.
+        with closing(sqlite3.connect(database, isolation_level=None)) as reader:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM grade").fetchone()
+            with (tmp_path / f"grade-{signum}.log").open("w+") as log:
+                run = hub.instructor_starts(["python", "-m", "hub", "grade", NB], log)
+                while not journal.exists() and run.poll() is None:
+                    time.sleep(0.005)
+                assert run.poll() is None, f"it finished before a write was seen:\n{log.read()}"
+                os.killpg(run.pid, signum)
+                run.wait(timeout=60)
+            reader.execute("ROLLBACK")
+        assert journal.exists() and (s.grading / graderun.BEFORE).is_file()
+        rerun = hub.as_instructor("grade", NB)
+        assert "its gradebook changes are undone" in rerun.stdout, rerun.stdout
+        assert _points(hub) == points and _gradebook_scores(s) == scores, signum
+    assert not (s.grading / graderun.BEFORE).exists() and not journal.exists()
 
 
 SANDBOX_PROBES = ("probe", "native_reads", "native_writes", "sockets")

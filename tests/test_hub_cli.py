@@ -1,8 +1,12 @@
 """The workshop server's commands without a server (no root, no users): settings come from
 the course, and bad input gets one clear line, never a traceback."""
 
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
@@ -69,3 +73,85 @@ def test_a_group_the_host_already_had_is_refused(tmp_path):
     with pytest.raises(SetupError, match="already exists and this hub did not make it"):
         server.ensure_group("root", tmp_path / "groups.json")
     assert not (tmp_path / "groups.json").exists()
+
+
+def test_start_makes_the_checkouts_answers_unreadable_to_others(tmp_path):
+    """An attendee is "other" to the checkout: solutions/, grader/hidden/ and the git history
+    lose every access of others (owner and group keep theirs); a rerun changes nothing."""
+    from hub import answers
+
+    for name in answers.ANSWERS:
+        (tmp_path / name).mkdir(parents=True)
+        os.chmod(tmp_path / name, 0o755)
+    (tmp_path / "attnlib").mkdir(mode=0o755)
+    assert sorted(answers.close_to_others(tmp_path)) == sorted(
+        tmp_path / n for n in answers.ANSWERS
+    )
+    for name in answers.ANSWERS:
+        assert os.stat(tmp_path / name).st_mode & 0o777 == 0o750, name
+    assert os.stat(tmp_path / "attnlib").st_mode & 0o777 == 0o755, "only the answers change"
+    assert answers.close_to_others(tmp_path) == []
+
+
+def _gradebook_rows(path) -> list:
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT * FROM grade ORDER BY id").fetchall()
+
+
+def _half_write(path, signum: int) -> None:
+    """A writer killed by ``signum`` in the middle of a transaction (a hot journal left)."""
+    code = (
+        "import os, signal, sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('BEGIN')\n"
+        "db.execute('UPDATE grade SET score = -1 WHERE id = 1')\n"
+        "db.execute('PRAGMA cache_spill = 1')\n"
+        "db.execute('INSERT INTO grade (score) SELECT score FROM grade')\n"
+        "os.kill(os.getpid(), int(sys.argv[2]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(path), str(signum)], timeout=60)
+    assert proc.returncode == -signum
+    assert path.with_name(path.name + "-journal").exists(), "no transaction was cut"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGKILL])
+def test_a_grade_run_s_gradebook_changes_are_undone_when_it_was_interrupted(tmp_path, signum):
+    """hub.graderun: a run keeps the gradebook aside; the next run finds the copy, so the
+    interrupted run's writes (committed ones, and a transaction cut by a kill) are undone as
+    one; a finished run keeps its changes."""
+    from hub import graderun
+
+    database = tmp_path / "gradebook.db"
+    with closing(sqlite3.connect(database)) as db, db:
+        db.execute("CREATE TABLE grade (id INTEGER PRIMARY KEY, score REAL)")
+        db.executemany("INSERT INTO grade (score) VALUES (?)", [(float(i),) for i in range(500)])
+    before = _gradebook_rows(database)
+    assert graderun.begin(tmp_path) is False
+    with closing(sqlite3.connect(database)) as db, db:  # a committed half of the run
+        db.execute("UPDATE grade SET score = 99 WHERE id > 250")
+    _half_write(database, signum)
+    assert graderun.begin(tmp_path) is True, "the unfinished run was not noticed"
+    assert _gradebook_rows(database) == before
+    with closing(sqlite3.connect(database)) as db, db:
+        db.execute("UPDATE grade SET score = 7 WHERE id = 3")
+    graderun.finish(tmp_path)
+    assert graderun.begin(tmp_path) is False, "a finished run was undone"
+    assert _gradebook_rows(database)[2] == (3, 7.0)
+
+
+def test_grade_says_in_one_line_that_another_run_holds_the_gradebook(tmp_path):
+    from hub import graderun
+
+    s = settings.Settings(root=tmp_path)
+    s.save()
+    proc = _hub("--root", str(tmp_path), "grade", "01_soft_lookup")
+    assert proc.returncode == 2 and proc.stderr == (
+        f"error: no grading folder {s.grading}: start the hub (`make hub`) to make it\n"
+    ), proc.stderr
+    s.grading.mkdir(parents=True)
+    with graderun.one_at_a_time(s.grading):
+        proc = _hub("--root", str(tmp_path), "grade", "01_soft_lookup")
+    assert proc.returncode == 2 and proc.stderr == (
+        "error: another `python -m hub grade` is running on this hub: let it finish, or stop "
+        "it, then run this again\n"
+    ), proc.stderr

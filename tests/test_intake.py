@@ -1,23 +1,84 @@
-"""Which file of a student's folder is graded as which notebook, and the notes that say so."""
+"""Which file of a student's folder is graded as which notebook, the notes that say so, and
+the budgets that bound unpacking hostile zips (issue 23)."""
 
 import shutil
+import zipfile
 
+import pytest
+
+from grader import course
 from grader.course import FORMER_NAMES, release_path
-from grader.intake import collect_student
+from grader.intake import (
+    MB,
+    OverBudget,
+    Unpacker,
+    batch_budget,
+    collect,
+    collect_student,
+    student_budget,
+    student_entries,
+)
+from grader.job import Job, grade
 from grader.rebuild import release_notes
+from grader.settings import GraderSettings
+from grader.trusted import Trusted
 
 OLD, CURRENT = next(iter(FORMER_NAMES.items()))
+NAME = f"{CURRENT}.ipynb"
+NOTEBOOK = b'{"cells": [], "metadata": {}}'
 
 
-def _collect(folder, tmp_path):
-    return collect_student("s", folder, [CURRENT], {CURRENT: set()}, tmp_path / "unpack")
+def _unpacker(tmp_path, **budgets):
+    settings = GraderSettings(**budgets)
+    budget = student_budget(settings, batch_budget(settings))
+    return Unpacker(tmp_path / "unpack", budget, settings.unpack_depth)
+
+
+def _collect_one(folder, tmp_path):
+    unpacker = _unpacker(tmp_path)
+    return collect_student("s", folder, [CURRENT], {CURRENT: set()}, unpacker)
+
+
+def _zip(path, members: dict) -> bytes:
+    """A deflated zip of ``members`` ({name: bytes}), returned as bytes and written there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path.read_bytes()
+
+
+def _class(tmp_path):
+    """A submissions folder with one honest student, ``zz``, collected last."""
+    subs = tmp_path / "subs"
+    (subs / "zz").mkdir(parents=True)
+    (subs / "zz" / NAME).write_bytes(NOTEBOOK)
+    return subs
+
+
+def _collect(subs, tmp_path, **budgets) -> dict:
+    """{student: Submission} of the whole batch, once it is checked that nothing stayed
+    unpacked and that the honest student was graded."""
+    entries, _ = student_entries(subs)
+    work = tmp_path / "out" / "work"
+    found = collect(entries, [CURRENT], {CURRENT: set()}, work, GraderSettings(**budgets))
+    assert not (work / "intake").exists()
+    students = {s.student: s for s in found}
+    assert students["zz"].notebooks[CURRENT].data == NOTEBOOK and not students["zz"].refused
+    return students
+
+
+def _refused(sub, setting: str) -> str:
+    assert not sub.notebooks and setting in sub.refused
+    assert sub.refused.startswith("Not graded: ") and "\n" not in sub.refused
+    return sub.refused
 
 
 def test_a_notebook_under_its_former_name_is_graded_with_what_to_do(tmp_path):
     folder = tmp_path / "s"
     folder.mkdir()
     shutil.copy(release_path(CURRENT), folder / f"{OLD}.ipynb")
-    sub = _collect(folder, tmp_path)
+    sub = _collect_one(folder, tmp_path)
     assert sub.notebooks[CURRENT].name == f"{OLD}.ipynb"
     assert f"hand it in as `{CURRENT}.ipynb` next time" in sub.notes[CURRENT][0]
 
@@ -29,7 +90,7 @@ def test_the_current_name_wins_over_the_former_one(tmp_path):
     folder.mkdir()
     shutil.copy(release_path(CURRENT), folder / f"{OLD}.ipynb")
     shutil.copy(release_path(CURRENT), folder / f"{CURRENT}.ipynb")
-    sub = _collect(folder, tmp_path)
+    sub = _collect_one(folder, tmp_path)
     assert sub.notebooks[CURRENT].name == f"{CURRENT}.ipynb"
     assert sub.notes[CURRENT] == [f"2 candidate files; graded `{CURRENT}.ipynb`"]
 
@@ -43,3 +104,170 @@ def test_an_older_release_says_what_to_do():
     for notes in (unversioned, older):
         assert len(notes) == 1 and "copy your answers into the current release" in notes[0]
     assert "made from release v1" in older[0]
+
+
+# --------------------------------------------------------------------------- budgets
+
+
+def test_a_zip_bomb_stops_at_the_budget_while_it_unpacks(tmp_path):
+    """20 MB of zeros deflate to a few kB: unpacking stops once 1 MB is written."""
+    bomb = tmp_path / "bomb.zip"
+    assert len(_zip(bomb, {NAME: bytes(20 * MB)})) < 100_000
+    unpacker = _unpacker(tmp_path, unpack_mb=1)
+    with pytest.raises(OverBudget, match="more than 1 MB"):
+        unpacker.files(bomb)
+    written = sum(p.stat().st_size for p in unpacker.scratch.rglob("*") if p.is_file())
+    assert 0 < written <= MB
+
+
+def test_a_zip_bomb_student_is_not_graded_and_the_batch_goes_on(tmp_path):
+    """Not even the notebook beside the bomb: the row says why, for a human to look."""
+    subs = _class(tmp_path)
+    (subs / "bomb").mkdir()
+    (subs / "bomb" / NAME).write_bytes(NOTEBOOK)
+    _zip(subs / "bomb" / "extra" / "data.zip", {"zeros.bin": bytes(20 * MB)})
+    row = _refused(_collect(subs, tmp_path, unpack_mb=1)["bomb"], "c.GraderSettings.unpack_mb")
+    assert row == (
+        "Not graded: the zip files handed in unpack to more than 1 MB "
+        "(c.GraderSettings.unpack_mb); your instructor will look at it."
+    )
+
+
+def test_zips_inside_zips_share_one_budget(tmp_path):
+    """Issue 23's attack: every zip unpacks to less than the budget, together to more."""
+    subs = _class(tmp_path)
+    inner = _zip(tmp_path / "inner.zip", {"zeros.bin": bytes(300 * 1024)})
+    _zip(subs / "nest.zip", {f"copy{i}.zip": inner for i in range(10)} | {NAME: NOTEBOOK})
+    _refused(_collect(subs, tmp_path, unpack_mb=1)["nest"], "c.GraderSettings.unpack_mb")
+
+
+def test_zips_deeper_than_the_depth_are_not_opened(tmp_path):
+    subs = _class(tmp_path)
+    for student, levels in (("deep", 4), ("nested", 3)):
+        data = NOTEBOOK
+        for level in range(levels):
+            data = _zip(
+                tmp_path / f"{student}{level}.zip", {NAME if level == 0 else "in.zip": data}
+            )
+        (subs / f"{student}.zip").write_bytes(data)
+    students = _collect(subs, tmp_path, unpack_depth=3)
+    assert students["nested"].notebooks[CURRENT].data == NOTEBOOK
+    assert "taken from a zip file" in students["nested"].notes[CURRENT]
+    deep = students["deep"]
+    assert not deep.notebooks and not deep.refused
+    assert deep.notes[CURRENT] == [
+        "`in.zip` not opened: zips are opened 3 levels deep at most (c.GraderSettings.unpack_depth)"
+    ]
+
+
+def test_many_small_files_go_over_the_files_budget(tmp_path):
+    subs = _class(tmp_path)
+    _zip(subs / "many.zip", {f"f{i}.txt": b"" for i in range(2001)} | {NAME: NOTEBOOK})
+    row = _refused(_collect(subs, tmp_path)["many"], "c.GraderSettings.unpack_files")
+    assert "hold more than 2000 files" in row
+
+
+def _claim_size(path, size: int) -> None:
+    """Make every header of the zip at ``path`` claim that its member unpacks to ``size``."""
+    data = bytearray(path.read_bytes())
+    for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        at = data.find(signature)
+        while at >= 0:
+            data[at + offset : at + offset + 4] = size.to_bytes(4, "little")
+            at = data.find(signature, at + 4)
+    path.write_bytes(data)
+
+
+def test_what_headers_claim_neither_refuses_nor_admits(tmp_path):
+    """A small notebook whose headers claim 4 GB is graded (what is written counts); 20 MB
+    of zeros whose headers claim 1 byte never write more than the budget."""
+    subs = _class(tmp_path)
+    _zip(subs / "big_claim.zip", {NAME: NOTEBOOK})
+    _claim_size(subs / "big_claim.zip", 0xF000_0000)
+    _zip(subs / "small_claim.zip", {NAME: bytes(20 * MB)})
+    _claim_size(subs / "small_claim.zip", 1)
+    students = _collect(subs, tmp_path, unpack_mb=1)
+    assert students["big_claim"].notebooks[CURRENT].data == NOTEBOOK
+    small = students["small_claim"]
+    assert not small.notebooks and not small.refused
+    assert small.notes[CURRENT] == ["small_claim.zip: not a readable zip (BadZipFile)"]
+
+
+def test_the_batch_budget_holds_across_students(tmp_path):
+    """Each of three students unpacks 400 kB, under their own 1 MB; the third passes the
+    batch's 1 MB and is not graded, and the honest student after them still is."""
+    subs = _class(tmp_path)
+    for student in ("s1", "s2", "s3"):
+        _zip(subs / f"{student}.zip", {NAME: NOTEBOOK + bytes(400 * 1024)})
+    students = _collect(subs, tmp_path, unpack_mb=1, batch_unpack_mb=1)
+    assert all(students[s].notebooks[CURRENT].name == NAME for s in ("s1", "s2"))
+    row = _refused(students["s3"], "c.GraderSettings.batch_unpack_mb")
+    assert "counted in name order up to this student's, unpack to more than 1 MB" in row
+
+
+def test_a_student_with_a_folder_and_a_zip_is_graded_from_the_folder(tmp_path):
+    subs = _class(tmp_path)
+    (subs / "ada").mkdir()
+    (subs / "ada" / NAME).write_bytes(NOTEBOOK)
+    _zip(subs / "ada.zip", {NAME: b"{}"})
+    ada = _collect(subs, tmp_path)["ada"]
+    assert ada.notebooks[CURRENT].data == NOTEBOOK
+    assert ada.notes[CURRENT] == ["`ada.zip` ignored: `ada/` is graded (both were handed in)"]
+
+
+def test_members_neither_stored_nor_deflated_are_skipped(tmp_path):
+    """zipfile unpacks bzip2 and lzma without bounding one read's output."""
+    subs = _class(tmp_path)
+    with zipfile.ZipFile(subs / "bz.zip", "w", zipfile.ZIP_BZIP2) as zf:
+        zf.writestr(NAME, NOTEBOOK)
+    bz = _collect(subs, tmp_path)["bz"]
+    assert not bz.notebooks
+    assert bz.notes[CURRENT] == [f"bz.zip: skipped {NAME!r} (neither stored nor deflated)"]
+
+
+def test_a_run_killed_while_unpacking_leaves_nothing_after_the_next(tmp_path):
+    subs = _class(tmp_path)
+    leftover = tmp_path / "out" / "work" / "intake" / "zz" / "0" / "big.bin"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(bytes(1000))
+    _collect(subs, tmp_path)  # checks that work/intake is gone
+
+
+def test_a_zip_listing_more_files_than_are_left_is_not_opened(tmp_path):
+    """zipfile reads a zip's whole directory before its first member (600 bytes of memory
+    an entry): 5000 empty files in a zip inside a zip are refused before any is written."""
+    inner = _zip(tmp_path / "inner.zip", {f"f{i}": b"" for i in range(5000)})
+    outer = tmp_path / "outer.zip"
+    _zip(outer, {"inner.zip": inner})
+    unpacker = _unpacker(tmp_path, unpack_files=100)
+    with pytest.raises(OverBudget, match="hold more than 100 files"):
+        unpacker.files(outer)
+    assert [p.name for p in unpacker.scratch.rglob("*") if p.is_file()] == ["inner.zip"]
+
+
+def test_a_notebook_under_another_name_is_recognised_by_its_cells(tmp_path):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    shutil.copy(release_path(CURRENT), folder / "Untitled.ipynb")
+    (folder / "notes.txt").write_text('{"grade_id": "not_an_answer"}')
+    answer_ids = {CURRENT: {e.grade_id for e in course.exercises(CURRENT)}}
+    sub = collect_student("s", folder, [CURRENT], answer_ids, _unpacker(tmp_path))
+    assert sub.notebooks[CURRENT].data == release_path(CURRENT).read_bytes()
+    assert sub.notes[CURRENT] == ["submitted as `Untitled.ipynb` (recognised by its cells)"]
+    assert sub.extra == ["notes.txt"]
+
+
+def test_a_refused_student_s_rows_say_why_and_are_flagged(tmp_path):
+    """What the instructor sees in grades.csv and the report's flags, without a kernel."""
+    subs = _class(tmp_path)
+    _zip(subs / "bomb.zip", {NAME: bytes(2 * MB)})
+    sub = _collect(subs, tmp_path, unpack_mb=1)["bomb"]
+    exercises = tuple(course.exercises(CURRENT))  # all a missing notebook's rows need
+    trusted = Trusted(
+        notebook=CURRENT, release="", version="", exercises=exercises, tests=(), imports="",
+        modules={}, source_cells={}, shortcuts={},
+    )  # fmt: skip
+    snapshot = GraderSettings().snapshot()
+    result = grade(Job(sub.student, CURRENT, None, trusted, snapshot, refused=sub.refused))
+    assert result["status"] == "not graded" and result["flags"] == [sub.refused]
+    assert {row["message"] for row in result["rows"]} == {sub.refused}

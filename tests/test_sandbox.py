@@ -10,7 +10,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -361,3 +363,181 @@ def test_release_cache_is_built_from_solutions_not_notebooks(tmp_path):
         committed = release_path(nb.parent.name)
         assert nb.read_bytes() == committed.read_bytes(), "run `make release`"
     assert shutil.which("bwrap"), "make test installs bubblewrap"
+
+
+# ----------------------------------------------------------------------------- limits (issue 23)
+
+
+SHM = "dd if=/dev/zero of=/dev/shm/f bs=1M count=64 2> /dev/null; echo shm $(du -m /dev/shm/f)"
+
+
+def _as_nobody() -> list[str]:
+    return ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+
+
+def test_the_unprivileged_sandbox_is_sealed_once_its_kernel_is_up(monkeypatch):
+    """Not root (a hub's instructor): once the kernel's sockets exist, the grader's own user
+    remounts the IPC folder read-only inside the sandbox, so no file, symlink, chmod or
+    growing kernel.json lands on the host; /dev takes no files; /dev/shm is size-limited."""
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "read_roots", lambda: ["/usr"])
+    if os.geteuid() == 0:  # the seal runs as the sandbox's user, with a Python they can run
+        seal = [*_as_nobody(), "/usr/bin/python3", "-m", "grader.remount"]
+        monkeypatch.setattr(sandbox, "SEAL", seal)
+    ipc = tempfile.mkdtemp()
+    os.chmod(ipc, 0o777)
+    attempts = {
+        "fill": f"dd if=/dev/zero of={ipc}/fill bs=1M count=8",
+        "symlink": f"ln -s / {ipc}/root",
+        "chmod": f"chmod 777 {ipc}/ready",
+        "grow": f"echo x >> {ipc}/ready",
+        "dev": "echo x > /dev/x",
+    }
+    script = "; ".join(
+        [
+            f"echo up > {ipc}/ready",  # until sealed, a file in the folder can be rewritten
+            f"n=0; while (: > {ipc}/probe) 2>/dev/null && [ $n -lt 600 ]; do "
+            "n=$((n + 1)); sleep 0.05; done",
+            *(
+                f"({cmd}) > /dev/null 2>&1 && echo {k} wrote || echo {k} refused"
+                for k, cmd in attempts.items()
+            ),  # fmt: skip
+            SHM,
+        ]
+    )
+    args = sandbox.command(
+        ["sh", "-c", script], scratch="/home/student", ipc=ipc, files={}, folders=[],
+        uid=None, scratch_mb=16, shm_mb=4,
+    )  # fmt: skip
+    proc = subprocess.Popen(_as_nobody() + args, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(f"{ipc}/probe") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sandbox.seal(ipc, None, proc.pid)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        shutil.rmtree(ipc)
+    said = dict(line.split()[:2] for line in out.splitlines())
+    assert said == dict.fromkeys(attempts, "refused") | {"shm": "4"}, out
+
+
+def test_the_root_sandbox_s_dev_takes_no_files_and_its_shm_is_capped(monkeypatch):
+    """Root mode: the kernel's uid finds /dev read-only (its device nodes still work) and
+    /dev/shm a tmpfs of ``shm_mb``."""
+    from grader import sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the root sandbox needs root")
+    monkeypatch.setattr(sandbox, "read_roots", lambda: ["/usr"])
+    script = "(echo x > /dev/x) 2> /dev/null && echo dev wrote || echo dev refused; " + SHM
+    with tempfile.TemporaryDirectory() as ipc:
+        args = sandbox.command(
+            ["sh", "-c", script], scratch="/home/student", ipc=ipc, files={}, folders=[],
+            uid=61999, scratch_mb=16, shm_mb=4,
+        )  # fmt: skip
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    said = dict(line.split()[:2] for line in proc.stdout.splitlines())
+    assert said == {"dev": "refused", "shm": "4"}, proc.stdout + proc.stderr
+
+
+HOLD = "import time; b = bytes(range(256)) * (40 * 4096); time.sleep(3)"  # 40 MB, touched
+BOMB = """
+import os, time
+for _ in range(100):
+    if os.fork() == 0:
+        time.sleep(3)
+        os._exit(0)
+"""
+
+
+def _group(limits):
+    from grader import sandbox
+
+    group = sandbox.limit_group(limits)
+    if not group:
+        pytest.skip("no cgroup can be made here (the rlimit fallback applies)")
+    return group
+
+
+def test_a_sandbox_s_processes_share_one_memory_and_process_budget():
+    """The shared cgroup module: children that each stay small go over the group's memory
+    together (one is killed), a fork loop stops at its process count, and both are told."""
+    from grader import cgroups
+
+    group = _group(cgroups.Limits(memory_mb=64, cpus=1, processes=16))
+    try:
+        holders = " ".join(f"({sys.executable} -c '{HOLD}'; echo $?) &" for _ in range(3))
+        held = subprocess.run(
+            cgroups.join_command(group, ["sh", "-c", f"{holders} wait"]),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert "137" in held.stdout.split(), held.stdout + held.stderr
+        assert cgroups.exceeded(group) == ["memory"]
+        bomb = subprocess.run(
+            cgroups.join_command(group, [sys.executable, "-c", BOMB]),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert "BlockingIOError" in bomb.stderr, bomb.stderr
+        assert cgroups.exceeded(group) == ["memory", "processes"]
+    finally:
+        cgroups.end_processes(group)
+        cgroups.remove(group)
+    assert not [f for f in group if f.exists()]
+
+
+def test_a_killed_worker_s_folders_and_cgroups_go_with_the_next_job(tmp_path, monkeypatch):
+    """A worker SIGKILLed mid-notebook leaves its job folder (the notebook, kernel.json) and
+    its sandbox's cgroup, with a process still in it: the next job on the machine removes
+    them, and leaves a live worker's folder alone."""
+    from grader import cgroups, sandbox
+
+    cgroups.remove(_group(cgroups.Limits(64, 1, 16)))  # skips where no cgroup can be made
+    worker = (
+        "import time\n"
+        "from grader import cgroups, sandbox\n"
+        "folder = sandbox.job_folder()\n"
+        "open(folder + '/kernel.json', 'w').write('{}')\n"
+        "group = sandbox.limit_group(cgroups.Limits(64, 1, 16))\n"
+        "print(folder, *group, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", worker], stdout=subprocess.PIPE, text=True,
+                            env=env, cwd=REPO_ROOT)  # fmt: skip
+    folder, *group = proc.stdout.readline().split()
+    # A process the worker's sandbox left; reaped here as soon as it dies, as a host's init
+    # would (this machine's pid 1 reaps orphans late, and a zombie keeps its cgroup busy).
+    left = subprocess.Popen(cgroups.join_command([Path(g) for g in group], ["sleep", "600"]))
+    threading.Thread(target=left.wait, daemon=True).start()
+    while left.pid not in cgroups.pids([Path(group[0])]) and left.poll() is None:
+        time.sleep(0.01)  # until it has joined
+    proc.kill()
+    proc.wait()
+    live = tmp_path / f"{sandbox.JOB_PREFIX}{os.getpid()}-live"
+    live.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine = sandbox.job_folder()
+    cgroups.remove(sandbox.limit_group(cgroups.Limits(64, 1, 16)))
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, os.path.basename(mine)])
+    assert left.poll() is not None and not [g for g in group if os.path.exists(g)], group
+
+
+def test_without_a_cgroup_the_report_says_the_limits_are_per_process(tmp_path):
+    """A host that allows no cgroup (simulated: no hierarchy found) grades as before, with
+    rlimits per process, and the report's flags say so once for the whole run."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import grader.cgroups\ngrader.cgroups.cgroup_version = lambda fs=None: None\n"
+    )
+    _write(tmp_path / "subs", "honest", honest())
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    proc = _run(tmp_path / "subs", tmp_path / "out", env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _rows(tmp_path / "out")[("honest", "softmax")]["points"] == "2"
+    with open(tmp_path / "out" / "report" / "flags.csv", newline="") as fh:
+        flags = list(csv.DictReader(fh))
+    assert flags[0]["student"] == "(all)" and "per process only" in flags[0]["reason"], flags

@@ -131,3 +131,115 @@ def test_bad_roster_is_one_clear_line(out, tmp_path, text, message):
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (out / "canvas_grades.csv").exists()
+
+
+def test_export_neutralises_formulas_and_keeps_the_student(out, tmp_path):
+    """A roster name like a formula reaches Canvas as text (a leading '), next to bob's
+    numbers, and every CSV the export writes reads back to the same students."""
+    from grader import csvfile
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text('student,name,id\nalice,"=HYPERLINK(""evil"",""x"")",@1\nbob,-bob,-7\n')
+    _cli("export", out, "--roster", roster)
+    with open(out / "canvas_grades.csv", newline="") as fh:
+        rows = list(csv.reader(fh))[2:]
+    assert rows[0][:3] == ['\'=HYPERLINK("evil","x")', "'@1", ""]
+    assert rows[1][:3] == ["'-bob", "-7", ""], "a number stays a number"
+    assert [r["Student"] for r in csvfile.read(out / "canvas_grades.csv")][1:] == [
+        '=HYPERLINK("evil","x")',
+        "-bob",
+    ]
+    assert [r["student"] for r in csvfile.read(out / "grades_long.csv")] == ["alice", "bob"]
+
+
+@pytest.mark.parametrize(
+    "value, cell",
+    [
+        ("=1+2", "'=1+2"),
+        ("+cmd", "'+cmd"),
+        ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\t=1", "'\t=1"),
+        ("\r=1", "'\r=1"),
+        ("'quoted", "''quoted"),
+        ("alice", "alice"),
+        ("-1.5", "-1.5"),
+        ("+3", "+3"),
+        ("a=b", "a=b"),
+        (2.5, 2.5),
+        (-1, -1),
+        ("", ""),
+    ],
+)
+def test_csv_cells_never_start_a_formula(value, cell):
+    from grader import csvfile
+
+    assert csvfile.safe(value) == cell
+    if isinstance(value, str):
+        assert csvfile.original(csvfile.safe(value)) == value
+
+
+def test_csv_file_round_trip(tmp_path):
+    from grader import csvfile
+
+    rows = [{"student": "=evil()", "points": 1.5}, {"student": "'x", "points": "-2"}]
+    csvfile.write(tmp_path / "t.csv", ["student", "points"], rows)
+    assert (tmp_path / "t.csv").read_text() == "student,points\n'=evil(),1.5\n''x,-2\n"
+    assert csvfile.read(tmp_path / "t.csv") == [
+        {"student": "=evil()", "points": "1.5"},
+        {"student": "'x", "points": "-2"},
+    ]
+    assert not list(tmp_path.glob(".*.tmp")), "the temporary file is renamed into place"
+
+
+# ----------------------------------------------------------------------------- the seed
+
+
+def test_seed_rule(tmp_path):
+    """A new OUT draws a seed and records it; a rerun into it keeps it; a chosen one wins
+    (and is recorded for the next run)."""
+    from grader import seeds
+
+    first = seeds.settle(tmp_path / "a", None)
+    assert seeds.recorded(tmp_path / "a") == first
+    assert seeds.settle(tmp_path / "a", None) == first
+    others = {seeds.settle(tmp_path / f"b{i}", None) for i in range(4)}
+    assert len(others | {first}) > 1, "every new OUT draws its own seed"
+    assert seeds.settle(tmp_path / "a", 7) == 7
+    assert seeds.settle(tmp_path / "a", None) == 7
+
+
+def test_damaged_seed_record_is_one_line(tmp_path):
+    from grader import seeds
+    from grader.cli import UserError
+
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "seed.json").write_text("{not json")
+    with pytest.raises(UserError, match="seed.json is damaged: give --seed"):
+        seeds.settle(tmp_path, None)
+    assert seeds.settle(tmp_path, 3) == 3
+
+
+def test_autograde_records_and_reuses_the_seed(tmp_path):
+    """Through the CLI, without ATTN_GRADER_SEED: OUT records a fresh seed before grading,
+    a rerun (here `--students`) reuses it, `--seed` replaces it."""
+    import json
+    import os
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    (subs / "zed").mkdir(parents=True)
+    (subs / "zed" / "notes.txt").write_text("nothing to grade")
+    env = {k: v for k, v in os.environ.items() if k != "ATTN_GRADER_SEED"}
+
+    def run(*extra):
+        proc = subprocess.run(
+            [sys.executable, "-m", "grader", "autograde", subs, "--out", out, "--quiet",
+             "--no-sandbox", "--notebooks", NB, *extra],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads((out / "work" / "seed.json").read_text())["seed"]
+
+    first = run()
+    assert run("--students", "zed") == first
+    assert run("--seed", "12345") == 12345

@@ -40,6 +40,8 @@ def brief(err) -> str:
     """An exception in one line of at most ~160 characters (NumPy's gufunc signature, and the
     end of a long message, say nothing a learner needs)."""
     text = re.sub(r", with gufunc signature \S+", "", " ".join(str(err).split())).rstrip(".")
+    if not text:
+        return type(err).__name__
     return f"{type(err).__name__}: {text[:150] + ('…' if len(text) > 150 else '')}"
 
 

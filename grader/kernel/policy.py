@@ -5,6 +5,10 @@ reach its state, so this is a second line: it makes the common attempts fail *lo
 refusal is streamed to the grader and listed in the instructor's report), while the OS
 sandbox is what actually keeps the grading machine out of reach.
 
+Sealed when imported (``grader.kernel.seal``): the roots, the lists of events and the state
+below live where notebook code cannot change them through this module's attributes, and the
+log goes to the stream that was connected when the hook was installed.
+
 Refused: reading outside the notebook's view (``read`` roots), writing outside its scratch
 folders (``write`` roots), starting processes, sending signals, changing limits, opening
 sockets or databases, making links; and native code from notebook code: loading a library
@@ -16,13 +20,15 @@ import os
 import re
 import sys
 
-from grader.kernel import channel
+from grader.kernel import channel, seal
 
+_STREAM = None  # the kernel's stream, taken when the hook is installed
 _READ: tuple = ()
 _WRITE: tuple = ()
 _LIBRARIES: tuple = ()  # roots of installed, trusted code (checked without resolving links)
 _SEEN: set = set()
 _NOTE_QUIETLY = [False]  # True while the recorders themselves call sys.setprofile
+_SET_PROFILE = sys.setprofile
 
 BLOCKED = {
     "os.system",
@@ -85,9 +91,9 @@ _LOGGED = [0]
 
 
 def log(kind: str, detail: str) -> None:
-    if _LOGGED[0] < MAX_LOGS:
+    if _LOGGED[0] < MAX_LOGS and _STREAM is not None:
         _LOGGED[0] += 1
-        channel.send({"k": "log", "kind": kind, "detail": detail[:300]})
+        _STREAM.send({"k": "log", "kind": kind, "detail": detail[:300]})
 
 
 def _under(path: str, roots: tuple) -> bool:
@@ -160,18 +166,21 @@ def audit(event: str, args) -> None:
 
 def install(read: list, write: list, libraries: list) -> None:
     """Start refusing (the hook stays for the life of the process)."""
-    global _READ, _WRITE, _LIBRARIES
+    global _READ, _WRITE, _LIBRARIES, _STREAM
+    _STREAM = sys.modules[channel.__name__].CHANNEL  # connected by now (a sealed copy is not)
     _READ = tuple(os.path.realpath(p) for p in read)
     _WRITE = tuple(os.path.realpath(p) for p in write)
     _LIBRARIES = tuple(os.path.abspath(p) for p in libraries)
     sys.addaudithook(audit)
 
 
-class quiet_profile:
-    """The recorders' own sys.setprofile calls are not reported as the learner's."""
-
-    def __enter__(self):
-        _NOTE_QUIETLY[0] = True
-
-    def __exit__(self, *exc):
+def set_profile_quietly(profile) -> None:
+    """``sys.setprofile(profile)`` for the recorders: not reported as the learner's."""
+    _NOTE_QUIETLY[0] = True
+    try:
+        _SET_PROFILE(profile)
+    finally:
         _NOTE_QUIETLY[0] = False
+
+
+seal.seal(globals())

@@ -7,11 +7,16 @@ also brings the shortcut rules and, for a hidden cell, its hidden inputs), sends
 begin and end of the cell it expects, once: a later cell cannot rewrite it.
 
 A record holds, for every call, the arguments as they were before the call, what it returned
-or raised, the arguments it changed in place (so the judge can show the same failure as
-Validate), its parameter names, and the whole-solution shortcuts it was seen calling.
-Every value is encoded with ``grader.wire`` as soon as it exists, against one budget per
-record (at most one frame, and what is left of the stream's total); a value that does not
-fit becomes a stand-in saying so.
+or raised, copies of its array arguments taken the moment it returned (before anything else
+touches what it returned: the judge's trusted ``call()`` decides on them whether it changed
+its input in place, as Validate does), its parameter names, and the whole-solution shortcuts
+it was seen calling. Every value is encoded with ``grader.wire`` as soon as it exists,
+against one budget per record (at most one frame, and what is left of the stream's total); a
+value that does not fit becomes a stand-in saying so.
+
+The module is sealed (``grader.kernel.seal``) when it is imported, before any notebook code:
+replacing one of its functions, or one it calls, changes nothing the recorders do, and they
+hold the kernel's stream itself rather than reading ``channel.CHANNEL`` each time.
 """
 
 import ast
@@ -25,11 +30,14 @@ from inspect import CO_OPTIMIZED, Parameter
 import numpy as np
 
 from grader import wire
-from grader.kernel import channel, policy, tamper
+from grader.kernel import channel, policy, seal, tamper
 
 TAMPERED = "sys.setprofile"  # recorded when the graded function switched the profiler off
 _SET_PROFILE = sys.setprofile
-_ARRAY_EQUAL = np.array_equal  # taken before any student code runs (it may patch numpy)
+_GET_PROFILE = sys.getprofile
+_NDARRAY, _COPY = np.ndarray, np.array  # what tells and copies the changed arguments
+_STREAM = channel.CHANNEL  # connected before this module is imported (grader.kernel.boot)
+MARGIN = 2**16  # bytes and entries of a record kept for its own structure
 MAX_PARAMS = 32
 KINDS = (
     Parameter.POSITIONAL_ONLY,
@@ -40,38 +48,47 @@ KINDS = (
 )  # inspect numbers them 0 to 4
 
 
-class _Record:
-    """One record's values, encoded as they come, within one shared budget."""
+def _room() -> int:
+    """Bytes a record may still take of the stream's total (``channel.room``, for the
+    stream this module holds)."""
+    sent = _STREAM.sent if _STREAM is not None else 0
+    return max(wire.LIMITS.stream_bytes - sent - channel.RESERVE, 0)
 
-    MARGIN = 2**16  # bytes and entries kept for the record's own structure
 
-    def __init__(self):
-        limits = wire.LIMITS
-        self.frame = replace(limits, frame_bytes=min(limits.frame_bytes, channel.room()))
-        size = self.frame.frame_bytes - self.MARGIN
-        self.budget = wire.Budget(
-            replace(limits, frame_bytes=max(size, 0), entries=limits.entries - 1000)
-        )
+def _frame_limits():
+    """(limits of a whole record, budget its values are charged to, one after another)."""
+    limits = wire.LIMITS
+    frame = replace(limits, frame_bytes=min(limits.frame_bytes, _room()))
+    size = frame.frame_bytes - MARGIN
+    budget = wire.Budget(replace(limits, frame_bytes=max(size, 0), entries=limits.entries - 1000))
+    return frame, budget
 
-    def body(self, record: dict) -> bytes:
-        """The whole record, whose values are already encoded (and were charged one by one):
-        only its own structure is new, within the margin kept for it."""
-        try:
-            return wire.encode(record, self.frame)
-        except Exception as err:  # noqa: BLE001 (a hostile object, or more than a frame)
-            return wire.encode({"cell": str(record.get("cell")), "too_large": str(err)[:200]})
 
-    def value(self, value) -> bytes:
-        try:
-            return wire.encode(value, budget=self.budget)
-        except wire.TooLarge as err:
-            return wire.opaque(f"too large to record ({err})")
-        except Exception as err:  # noqa: BLE001 (a hostile object broke the encoder)
-            return wire.opaque(f"could not be recorded ({type(err).__name__})")
+def _body(frame, record: dict) -> bytes:
+    """The whole record, whose values are already encoded (and were charged one by one):
+    only its own structure is new, within the margin kept for it."""
+    try:
+        return wire.encode(record, frame)
+    except Exception as err:  # noqa: BLE001 (a hostile object, or more than a frame)
+        return wire.encode({"cell": str(record.get("cell")), "too_large": str(err)[:200]})
+
+
+def _value(budget, value) -> bytes:
+    try:
+        return wire.encode(value, budget=budget)
+    except wire.TooLarge as err:
+        return wire.opaque(f"too large to record ({err})")
+    except Exception as err:  # noqa: BLE001 (a hostile object broke the encoder)
+        return wire.opaque(f"could not be recorded ({type(err).__name__})")
 
 
 def _send(kind: str, nonce: str, **fields) -> None:
-    channel.send({"k": kind, "n": nonce, **fields})
+    if _STREAM is not None:
+        _STREAM.send({"k": kind, "n": nonce, **fields})
+
+
+def _ask(value):
+    return _STREAM.ask(value) if _STREAM is not None else None
 
 
 def _raised(err: BaseException) -> dict:
@@ -100,22 +117,11 @@ def signature(names) -> inspect.Signature | None:
         return None
 
 
-def _snapshot(args, kwargs) -> dict:
-    """Copies of the top-level array arguments, to tell afterwards which ones changed."""
-    found = {str(i): a.copy() for i, a in enumerate(args) if isinstance(a, np.ndarray)}
-    found |= {k: a.copy() for k, a in kwargs.items() if isinstance(a, np.ndarray)}
-    return found
-
-
-def _changed(before: dict, args, kwargs) -> dict:
-    """{position or keyword: array now} for array arguments the call changed in place."""
-    out = {}
-    for key, old in before.items():
-        now = args[int(key)] if key.isdigit() else kwargs[key]
-        same = now.shape == old.shape and now.dtype == old.dtype
-        if not (same and _ARRAY_EQUAL(now, old, equal_nan=now.dtype.kind in "fc")):
-            out[key] = np.array(now)
-    return out
+def _after(args, kwargs) -> dict:
+    """{position or keyword: a copy} of every top-level array argument as the call left it,
+    taken at once (later code, e.g. a hook of what it returned, may put it back)."""
+    found = {str(i): _COPY(a) for i, a in enumerate(args) if isinstance(a, _NDARRAY)}
+    return found | {k: _COPY(a) for k, a in kwargs.items() if isinstance(a, _NDARRAY)}
 
 
 def _builtin_name(fn) -> str:
@@ -136,7 +142,7 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
         return fn(*args, **kwargs)
     prefixes = tuple(f"{p}." for p in rules)
     builtins_named = set().union(*rules.values())
-    own_code = call_watched.__code__
+    own_code = (call_watched.__code__, policy.set_profile_quietly.__code__)
 
     def profile(frame, event, arg):
         if event == "call":
@@ -153,21 +159,19 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
                             seen[".".join([module, *parts[: i + 1]])] = None
                             break
         elif event == "c_call":
-            if arg is _SET_PROFILE and frame.f_code is not own_code:
+            if arg is _SET_PROFILE and frame.f_code not in own_code:
                 seen[TAMPERED] = None
             elif getattr(arg, "__name__", None) in builtins_named:
                 seen[_builtin_name(arg)] = None
 
-    previous = sys.getprofile()
-    with policy.quiet_profile():
-        sys.setprofile(profile)
+    previous = _GET_PROFILE()
+    policy.set_profile_quietly(profile)
     try:
         return fn(*args, **kwargs)
     finally:
-        if sys.getprofile() is not profile:
+        if _GET_PROFILE() is not profile:
             seen[TAMPERED] = None
-        with policy.quiet_profile():
-            sys.setprofile(previous)
+        policy.set_profile_quietly(previous)
 
 
 def _names(source: str) -> list[str]:
@@ -182,8 +186,8 @@ def _rules(reply) -> dict:
 def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
     """Run a visible test cell's (trusted) source, recording every call to the learner's
     functions."""
-    rules = _rules(channel.ask({"k": "begin", "n": nonce}))
-    rec = _Record()
+    rules = _rules(_ask({"k": "begin", "n": nonce}))
+    frame, budget = _frame_limits()
     record = {"cell": cell_id, "calls": [], "values": {}, "modules": {}, "missing": []}
     scope = dict(ns)
 
@@ -191,21 +195,20 @@ def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
         names = params(fn)
 
         def recorded(*args, **kwargs):
-            entry = {"fn": name, "params": names, "args": rec.value(list(args))}
-            entry["kwargs"] = rec.value(dict(kwargs))
+            entry = {"fn": name, "params": names, "args": _value(budget, list(args))}
+            entry["kwargs"] = _value(budget, dict(kwargs))
             record["calls"].append(entry)
-            before, seen = _snapshot(args, kwargs), {}
+            seen = {}
             try:
                 result = call_watched(rules.get(name), fn, args, kwargs, seen)
             except BaseException as err:
                 entry["raise"] = _raised(err)
                 raise
             finally:
-                if changed := _changed(before, args, kwargs):
-                    entry["after"] = rec.value(changed)
+                entry["after"] = _value(budget, _after(args, kwargs))
                 if seen:
                     entry["shortcuts"] = list(seen)[:10]
-            entry["result"] = rec.value(result)
+            entry["result"] = _value(budget, result)
             return result
 
         recorded.__name__ = getattr(fn, "__name__", name)
@@ -226,14 +229,13 @@ def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
                 scope[name] = wrap(name, value)
                 record["values"][name] = "callable"
             else:
-                record["values"][name] = rec.value(value)
+                record["values"][name] = _value(budget, value)
         record["anomalies"] = tamper.anomalies()
-        with tamper.Pristine():
-            exec(compile(source, f"<{cell_id}>", "exec"), scope)
+        tamper.pristine(exec, compile(source, f"<{cell_id}>", "exec"), scope)
     except BaseException as err:  # noqa: BLE001 (the judge decides; the kernel only records)
         record["kernel_error"] = _raised(err)
     finally:
-        _send("record", nonce, body=rec.body(record))
+        _send("record", nonce, body=_body(frame, record))
         _send("end", nonce)
 
 
@@ -247,7 +249,7 @@ def _oracles(nonce: str, value):
         oid, label = value.id, value.label
 
         def ask(*args):
-            reply = channel.ask({"k": "oracle", "n": nonce, "id": oid, "args": list(args)})
+            reply = _ask({"k": "oracle", "n": nonce, "id": oid, "args": list(args)})
             if not isinstance(reply, dict) or "result" not in reply:
                 raise OracleError(str((reply or {}).get("raise", "no answer from the grader")))
             return reply["result"]
@@ -261,7 +263,7 @@ def _oracles(nonce: str, value):
     return value
 
 
-def _hidden_one(rec: _Record, rules: dict, name: str, fn_name: str, cases, ns) -> dict:
+def _hidden_one(budget, rules: dict, name: str, fn_name: str, cases, ns) -> dict:
     out = {"exercise": name, "missing": fn_name not in ns, "results": []}
     if out["missing"]:
         return out
@@ -270,18 +272,18 @@ def _hidden_one(rec: _Record, rules: dict, name: str, fn_name: str, cases, ns) -
     for args in cases:
         args, kwargs = list(args), {}
         entry = {}
-        before = _snapshot(args, kwargs)
         try:
             if not callable(fn):
                 raise TypeError(f"`{fn_name}` is a {type(fn).__name__}, not a function")
-            entry["result"] = rec.value(call_watched(rules.get(name), fn, args, kwargs, seen))
+            result = call_watched(rules.get(name), fn, args, kwargs, seen)
+            entry["after"] = _value(budget, _after(args, kwargs))
+            entry["result"] = _value(budget, result)
         except BaseException as err:  # noqa: BLE001
+            entry.setdefault("after", _value(budget, _after(args, kwargs)))
             entry["raise"] = _raised(err)
             if isinstance(err, KeyboardInterrupt):
                 out["results"].append(entry)
                 break
-        if changed := _changed(before, args, kwargs):
-            entry["after"] = rec.value(changed)
         out["results"].append(entry)
     if seen:
         out["shortcuts"] = list(seen)[:10]
@@ -291,24 +293,27 @@ def _hidden_one(rec: _Record, rules: dict, name: str, fn_name: str, cases, ns) -
 def hidden(nonce: str, cell_id: str, verifies: list, ns: dict) -> None:
     """Call the learner's functions on the hidden inputs the grader sends for this cell
     (``verifies``: [(exercise, learner's function name)]) and record the results."""
-    reply = channel.ask({"k": "begin", "n": nonce})
+    reply = _ask({"k": "begin", "n": nonce})
     rules = _rules(reply)
-    rec = _Record()
+    frame, budget = _frame_limits()
     record = {"cell": cell_id, "exercises": []}
     try:
         all_cases = _oracles(nonce, reply.get("cases")) if isinstance(reply, dict) else None
         for name, fn_name in verifies:
             cases = (all_cases or {}).get(name) or []
-            record["exercises"].append(_hidden_one(rec, rules, name, fn_name, cases, ns))
+            record["exercises"].append(_hidden_one(budget, rules, name, fn_name, cases, ns))
         record["anomalies"] = tamper.anomalies()
     except BaseException as err:  # noqa: BLE001
         record["kernel_error"] = _raised(err)
     finally:
-        _send("record", nonce, body=rec.body(record))
+        _send("record", nonce, body=_body(frame, record))
         _send("end", nonce)
 
 
 def sentinel(nonce: str) -> None:
     """The last cell: proves the stream to the grader still works after the student's code."""
-    channel.ask({"k": "begin", "n": nonce})
+    _ask({"k": "begin", "n": nonce})
     _send("end", nonce)
+
+
+seal.seal(globals())

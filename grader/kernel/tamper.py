@@ -1,11 +1,15 @@
 """What checks and IPython rely on, snapshotted when the kernel starts, so changes show.
 
 The judge replays visible checks outside the kernel, so a patched ``np.allclose`` or check
-function changes no grade; these reports tell the instructor who tried.
+function changes no grade; these reports tell the instructor who tried. Sealed when imported
+(``grader.kernel.seal``): the snapshot lives where notebook code cannot clear it through this
+module's attributes.
 """
 
 import builtins
 import sys
+
+from grader.kernel import seal
 
 _SNAPSHOT: dict = {}
 _NUMPY_NAMES = (
@@ -98,22 +102,25 @@ def anomalies() -> list[str]:
     return sorted(set(found))[:50]
 
 
-class Pristine:
-    """Put back the functions checks rely on while a check runs, then the learner's again:
-    a learner's monkeypatch then cannot steer the visible check down another path."""
-
-    def __enter__(self):
-        self.changed = []
-        for name, (obj, attr) in _owners().items():
-            original = _SNAPSHOT["watched"].get(name)
-            current = getattr(obj, attr, None)
-            if original is not None and current is not original:
-                try:
-                    setattr(obj, attr, original)
-                    self.changed.append((obj, attr, current))
-                except (AttributeError, TypeError):
-                    pass
-
-    def __exit__(self, *exc):
-        for obj, attr, value in self.changed:
+def pristine(fn, *args):
+    """``fn(*args)`` with the functions checks rely on put back as they were, then the
+    learner's again: a learner's monkeypatch then cannot steer a visible check down another
+    path."""
+    changed = []
+    for name, (obj, attr) in _owners().items():
+        original = _SNAPSHOT["watched"].get(name)
+        current = getattr(obj, attr, None)
+        if original is not None and current is not original:
+            try:
+                setattr(obj, attr, original)
+                changed.append((obj, attr, current))
+            except (AttributeError, TypeError):
+                pass
+    try:
+        return fn(*args)
+    finally:
+        for obj, attr, value in changed:
             setattr(obj, attr, value)
+
+
+seal.seal(globals())
