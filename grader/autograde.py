@@ -321,7 +321,12 @@ def run(args) -> int:
     entries = _choose_students(args, every_student)
     run_jobs, workers = _run_pool, f"with {settings.jobs} workers"
     if args.scheduler:  # connect before writing anything: an unreachable scheduler is one line
-        from grader import cluster
+        try:
+            from grader import cluster
+        except ImportError as err:  # dask is in the instructor's extra, not the learner's set
+            raise UserError(
+                f"--scheduler needs Dask ({err.name} is missing): pip install -e '.[grader]'"
+            ) from None
 
         run_jobs, workers = cluster.connect(args.scheduler), f"on the cluster {args.scheduler}"
     created = not out.exists()

@@ -45,6 +45,14 @@ TAMPERED_MESSAGE = (
 )
 
 
+# Settings that change no result of a job (intake's budgets act through its notes and
+# ``refused``, which are part of the key).
+KEYLESS_SETTINGS = frozenset(
+    {"workers", "release_cache", "sandbox_slots", "unpack_mb", "unpack_files", "unpack_depth",
+     "batch_unpack_mb", "batch_unpack_files"}
+)  # fmt: skip
+
+
 @dataclass
 class Job:
     student: str
@@ -97,8 +105,8 @@ def job_key(job: Job) -> str:
     parts = (RESULT_VERSION, job.student, job.notebook, sorted(job.notes), job.name, job.refused)
     for part in parts:
         h.update(repr(part).encode())
-    for name, value in sorted(job.settings.items()):  # intake's budgets act through the above
-        if name not in ("workers", "release_cache", "sandbox_slots") and "unpack" not in name:
+    for name, value in sorted(job.settings.items()):
+        if name not in KEYLESS_SETTINGS:
             h.update(f"{name}={value!r}".encode())
     h.update(job.submission if job.submission is not None else b"<missing>")
     h.update(job.trusted.release.encode())

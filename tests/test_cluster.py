@@ -268,6 +268,27 @@ def test_unreachable_scheduler_is_one_line_and_writes_nothing(subs, tmp_path):
     assert not out.exists()
 
 
+# A learner's install (no `[grader]` extra): Dask cannot be imported.
+WITHOUT_DASK = """
+import sys
+sys.modules["dask"] = sys.modules["distributed"] = None
+from grader.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_scheduler_without_dask_installed_is_one_line_and_writes_nothing(subs, tmp_path):
+    out = tmp_path / "out"
+    args = ["autograde", str(subs), "--out", str(out), "--scheduler", "tcp://127.0.0.1:1"]
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_DASK, *args], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "--scheduler needs Dask" in lines[0] and ".[grader]" in lines[0]
+    assert not out.exists()
+
+
 def test_a_worker_with_two_threads_is_refused(subs):
     from types import SimpleNamespace
 
