@@ -34,13 +34,12 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from time import monotonic
 
-from grader import course
+from grader import course, sandbox
 from grader.cli import UserError
 
 
@@ -127,7 +126,6 @@ SETTING_OPTIONS = (
 
 
 def _settings(args):
-    from grader import sandbox
     from grader.settings import load
 
     settings = load({name: getattr(args, name) for name in SETTING_OPTIONS})
@@ -387,7 +385,7 @@ def run(args) -> int:
         raise KeyboardInterrupt
 
     previous_term = signal.signal(signal.SIGTERM, stop)
-    scratch = tempfile.mkdtemp(prefix="attn-grade-")
+    scratch = sandbox.private_folder("attn-grade-")  # a killed run's is removed by the next
     os.environ["TMPDIR"] = scratch  # the workers' private folders, removed below
     todo.sort(key=likely_cost, reverse=True)  # the longest first (stable: class order)
     try:

@@ -448,7 +448,7 @@ def execute(s: State) -> None:
     cfg = s.job.settings
     s.before_run = (list(s.flags), list(s.notes), list(s.tampered))
     s.run_nb, s.windows, s.cell_windows = _instrument(s)
-    folder = Path(sandbox.job_folder())
+    folder = Path(sandbox.private_folder())
     try:
         plan = _plan(s, folder, s.windows, s.cell_windows)
         executor = SandboxedExecute(

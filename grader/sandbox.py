@@ -28,7 +28,7 @@ their own (:func:`limit_group`), joined before the sandbox is built: memory (eve
 every tmpfs page together), CPU and processes are capped for the sandbox as a whole.
 Elsewhere the kernel's rlimits stand in, per process. Each job's host folder is named after
 its worker's pid, so the folders (and cgroups) of a worker that was killed are removed by the
-next job on that machine (:func:`job_folder`).
+next job on that machine (:func:`private_folder`).
 """
 
 import fcntl
@@ -127,15 +127,16 @@ def _children(pid: int) -> list[int]:
 # --------------------------------------------------------------------------- host leftovers
 
 
-def job_folder() -> str:
-    """A new private folder for one job, named after this process; first the folders of
-    workers that are gone (killed mid-notebook: a student's notebook, a kernel.json) go."""
+def private_folder(prefix: str = JOB_PREFIX) -> str:
+    """A new private temporary folder named ``<prefix><this pid>-...``; first the folders of
+    that prefix whose process is gone (a worker killed mid-notebook: a student's notebook, a
+    kernel.json; a grading run killed outright) go."""
     base = tempfile.gettempdir()
     for entry in os.scandir(base):
-        pid = _owner_pid(entry.name, JOB_PREFIX)
+        pid = _owner_pid(entry.name, prefix)
         if pid and not _alive(pid):
             shutil.rmtree(entry.path, ignore_errors=True)
-    return tempfile.mkdtemp(prefix=f"{JOB_PREFIX}{os.getpid()}-", dir=base)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base)
 
 
 def limit_group(limits: cgroups.Limits) -> list:

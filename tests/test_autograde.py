@@ -15,6 +15,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -598,9 +599,12 @@ def test_interrupted_run_resumes_without_regrading(graded, tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "grades.csv").exists()
+    left = list(Path(tempfile.gettempdir()).glob(f"attn-grade-{proc.pid}-*"))
+    assert left, "the killed run's temporary folder is not where the next run looks"
     finished = len(list((out / "work" / "results").glob("*/*.json")))
     resumed = _grade(small, out)
     assert f"({finished} reused" in resumed.stdout
+    assert not [p for p in left if p.exists()], "the next run left the killed run's folder"
     want = [r for r in rows if r["student"] in students and r["notebook"] == NB]
     assert _rows(out) == want
     # A written answer graded by hand in formgrader shows up in grades.csv on the next run.

@@ -498,7 +498,7 @@ def test_a_killed_worker_s_folders_and_cgroups_go_with_the_next_job(tmp_path, mo
     worker = (
         "import time\n"
         "from grader import cgroups, sandbox\n"
-        "folder = sandbox.job_folder()\n"
+        "folder = sandbox.private_folder()\n"
         "open(folder + '/kernel.json', 'w').write('{}')\n"
         "group = sandbox.limit_group(cgroups.Limits(64, 1, 16))\n"
         "print(folder, *group, flush=True)\n"
@@ -519,7 +519,7 @@ def test_a_killed_worker_s_folders_and_cgroups_go_with_the_next_job(tmp_path, mo
     live = tmp_path / f"{sandbox.JOB_PREFIX}{os.getpid()}-live"
     live.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    mine = sandbox.job_folder()
+    mine = sandbox.private_folder()
     cgroups.remove(sandbox.limit_group(cgroups.Limits(64, 1, 16)))
     assert sorted(os.listdir(tmp_path)) == sorted([live.name, os.path.basename(mine)])
     assert left.poll() is not None and not [g for g in group if os.path.exists(g)], group
