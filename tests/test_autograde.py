@@ -28,6 +28,7 @@ from fixtures.batch import grade as _grade
 from fixtures.batch import rows as _rows
 from fixtures.validate import failed_cells, validate
 
+from grader import csvfile
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
 from grader.job import NOT_RUN
 from grader.judge import FAILED_IN_KERNEL, WITHHELD
@@ -99,8 +100,7 @@ def test_the_untouched_release_stops_in_one_line_per_cell(graded, assignment):
 
 def test_totals_and_missing_notebooks(graded):
     _, out, cases, rows, _, _ = graded
-    with open(out / "totals.csv", newline="") as fh:
-        totals = {r["student"]: r for r in csv.DictReader(fh)}
+    totals = {r["student"]: r for r in csvfile.read(out / "totals.csv")}
     assert set(totals) == set(cases) | set(MISTAKES)
     full = sum(e.max_points for a in assignments() for e in exercises(a) if e.autograded)
     assert float(totals["all_solutions"]["total"]) == full
