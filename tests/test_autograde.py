@@ -392,9 +392,13 @@ def _says_the_same(graded: str, validated: str) -> bool:
     """The grader's message is in Validate's line; for a crash, the same function and error
     (the hint before the error may differ: in the learner's session it can name an earlier
     exercise that failed, which the grader's replay does not know); for a check that measures
-    the function in the kernel, the grader's fixed message (the kernel's text is not shown)."""
+    the function in the kernel, the grader's fixed message (the kernel's text is not shown); for
+    a crash after a hidden check (its text withheld), the same function and error type."""
     if graded in validated or graded == FAILED_IN_KERNEL:
         return True
+    withheld = re.fullmatch(rf"(`\w+`) raised (\w+): {re.escape(WITHHELD)}", graded)
+    if withheld:  # after a hidden check only the error's type is known: the same in both
+        return withheld[1] in validated and f"{withheld[2]}:" in validated
     crash = re.fullmatch(r"(`\w+`) (?:crashed[^:]*: .* \((.+)\)|raised (.+))", graded)
     return bool(crash) and crash[1] in validated and (crash[2] or crash[3]) in validated
 

@@ -210,7 +210,10 @@ class Hub:
 
 
 def _instructor_umask() -> None:
+    """As an instructor's terminal: umask 007, and a hangup ends the process (a test run under
+    nohup, as CI may be, would otherwise hand down an ignored SIGHUP)."""
     os.umask(0o007)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _remove_leftovers() -> None:

@@ -102,6 +102,7 @@ def _half_write(path, signum: int) -> None:
     """A writer killed by ``signum`` in the middle of a transaction (a hot journal left)."""
     code = (
         "import os, signal, sqlite3, sys\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_DFL)  # not as handed down (nohup)\n"
         "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
         "db.execute('BEGIN')\n"
         "db.execute('UPDATE grade SET score = -1 WHERE id = 1')\n"
