@@ -7,27 +7,29 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Every install is held to the tested environment's exact versions (constraints.txt).
+PIP := $(PY) -m pip install --quiet -c constraints.txt
 GRADER_STAMP := $(VENV)/.grader-installed
 TEST_STAMP := $(VENV)/.test-installed
 SUBMISSIONS ?= submitted
 OUT ?= out
 
-.PHONY: setup grader-setup test-setup lab update reset test release grade formgrader totals \
+.PHONY: setup grader-setup test-setup lab update reset test test-fast release grade formgrader totals \
 	export data bench handouts bundle lint browser sandbox clean hub-setup hub hub-end
 
-$(STAMP): pyproject.toml attnlib/setup_lab.py
+$(STAMP): pyproject.toml constraints.txt attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PIP) --upgrade pip
+	$(PIP) -e .
 	$(PY) -m attnlib.setup_lab
 	touch $(STAMP)
 
 $(GRADER_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[grader]'
+	$(PIP) -e '.[grader]'
 	touch $(GRADER_STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[grader,hub,test]'
+	$(PIP) -e '.[grader,hub,test]'
 	touch $(TEST_STAMP)
 
 setup: $(STAMP)
@@ -46,6 +48,11 @@ reset: setup
 
 test: test-setup browser sandbox hub-setup
 	$(PY) -m pytest
+
+# A few minutes, for a change: no graded batch, no grading, hub, browser or bundle venv
+# (markers set in tests/conftest.py).
+test-fast: test-setup
+	$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle)"
 
 release: grader-setup
 	$(PY) -m grader release
@@ -97,7 +104,7 @@ HUB_ROOT ?= /opt/attention-course
 HUB_OPTIONS ?=
 
 $(HUB_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[hub]'
+	$(PIP) -e '.[hub]'
 	touch $(HUB_STAMP)
 
 # JupyterHub's proxy from npm (pinned by hub/proxy/package-lock.json) with Debian's Node.js,

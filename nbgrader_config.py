@@ -24,10 +24,10 @@ c.GraderSettings.validate_timeout = 120  # s per cell for Validate and the hando
 # Validate (nbgrader's Execute) takes its per-cell limit from the same section.
 c.Execute.timeout = c.GraderSettings.validate_timeout
 
-# `nbgrader validate` cuts every line at Validator.width - 3 characters (default 90): wide
-# enough for the longest message a check gives (tests/test_validate.py and test_bundle.py
-# measure them).
-c.Validator.width = 400
+# `nbgrader validate` draws its separators this wide and cuts every line at width - 3
+# characters, its 4-space indent included: a terminal's 80 columns. The checks wrap their
+# messages to fit (attnlib/checks/_cells.py WIDTH; tests/test_validate.py measures them).
+c.Validator.width = 80
 
 # Validate's settings (the Execute and Validator sections above) reach learners from here
 # only: the student bundle and the workshop server's attendee profile copy them

@@ -20,13 +20,14 @@ def heatmap(
     vmax=None,
     annotate=False,
     hatch=True,
+    label=None,
 ):
     """Draw a score or attention matrix: rows are queries (y), columns keys (x).
 
     ``tokens`` labels both axes (self-attention); ``keys`` labels the columns when
     they differ. Masked (−∞ or NaN) entries are drawn hatched grey (plain grey with
     ``hatch=False``, which keeps a big figure's PNG small), so they never look like a weight
-    of 0.
+    of 0. ``label`` names the colour bar (what the colours are: "score", "weight").
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
@@ -53,23 +54,27 @@ def heatmap(
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="w")
     if title:
         ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label=label)
     return ax
 
 
-def training_curves(logged, train_steps=None, train_loss=None, fig=None):
+def training_curves(
+    logged, train_steps=None, train_loss=None, fig=None, title=None, references=None
+):
     """The loss (left axis) and the 0–1 scores (right axis) logged while training.
 
     ``logged``: ``{"step": [...], name: [...], ...}``, one value per logged step; names with
     "loss" in them go on the left axis. ``train_steps``/``train_loss``, the loss of every
     training batch, are drawn thin and grey behind. Each series keeps one colour of the
     course palette whichever axis it is on, so the live plot during training and a plot of
-    the model card's log look the same. Returns the figure.
+    the model card's log look the same. ``references``: ``{series name: (value, label)}``, a
+    dashed level line in that series' colour and on its axis (the value a baseline would
+    score). Returns the figure.
     """
     import matplotlib.pyplot as plt
 
     if fig is None:
-        fig = plt.figure(figsize=(7.5, 3.6))
+        fig = plt.figure(figsize=(7.5, 3.6), dpi=90)  # its PNG stays well under the output cap
     fig.clear()
     ax = fig.add_subplot()
     ax2 = ax.twinx()
@@ -81,8 +86,13 @@ def training_curves(logged, train_steps=None, train_loss=None, fig=None):
         side, where = (ax, "left") if "loss" in name else (ax2, "right")
         steps = list(logged["step"])[: len(logged[name])]
         side.plot(steps, logged[name], color=colour, marker=".", label=f"{name} ({where})")
+        if name in (references or {}):
+            value, label = references[name]
+            side.axhline(value, color=colour, ls="--", lw=1, label=f"{label} ({where})")
     ax.set(xlabel="training step", ylabel="loss (nats)")
     ax2.set(ylabel="score", ylim=(0, 1))
+    if title:
+        ax.set_title(title)
     handles = [h for a in (ax, ax2) for h in a.get_legend_handles_labels()[0]]
     fig.legend(handles=handles, loc="upper center", ncols=2, bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout()

@@ -9,7 +9,8 @@ Two models share one recipe and differ only in positions:
 ``load_shipped(name)`` returns a trained model (no training, a fraction of a second).
 ``train_shipped(name=...)`` retrains one from scratch with the same recipe, on one core
 (``attnlib.train.TRAIN_THREADS``; `make bench` times it). ``python -m attnlib.shipped --retrain``
-(= ``make data``) retrains both and rewrites their weights and model cards in ``data/``.
+(= ``make data``) retrains both, and notebook 10's real-text model (:mod:`attnlib.realtext`),
+and rewrites their weights and model cards in ``data/``.
 """
 
 import argparse
@@ -248,12 +249,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--retrain", action="store_true", help="retrain and rewrite data/")
     parser.add_argument(
-        "--only", choices=list(MODELS), nargs="+", help="retrain only these (default: all)"
+        "--only",
+        choices=[*MODELS, "real_text"],
+        nargs="+",
+        help="retrain only these (default: all; real_text is attnlib.realtext's)",
     )
     args = parser.parse_args(argv)
     if not args.retrain:
         parser.error("nothing to do: pass --retrain to regenerate data/")
-    for name in args.only or MODELS:
+    for name in args.only or [*MODELS, "real_text"]:
+        if name == "real_text":  # its own corpus, recipe and card: attnlib.realtext
+            from attnlib import realtext
+
+            realtext.main(["--retrain"])
+            continue
         start = time.perf_counter()
         card = retrain(name)
         print(

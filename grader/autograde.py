@@ -42,11 +42,11 @@ from time import monotonic
 from grader import course, sandbox
 from grader.cli import UserError
 
+TAKES_SETTINGS = True  # grader.cli parses the settings' options (grader.settings.ALIASES)
+STOP_SECONDS = 5  # for a terminated worker to go (its kernels and sandboxes die with it)
+
 
 def add_arguments(parser):
-    from grader.settings import GraderSettings
-
-    defaults = GraderSettings()  # option help shows the built-in defaults
     parser.add_argument("submissions", type=Path, help="folder with one folder or zip per student")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument(
@@ -63,41 +63,6 @@ def add_arguments(parser):
         help="grade only these students (folder or zip names in SUBMISSIONS); OUT keeps "
         "the others' grades",
     )
-    options = [
-        ("--jobs", "workers", int, "parallel workers (0: one per core)"),
-        ("--cell-timeout", "cell_timeout", int, "seconds per cell"),
-        ("--notebook-timeout", "notebook_timeout", int, "seconds per notebook"),
-        ("--memory-mb", "memory_mb", int, "memory cap per kernel"),
-        ("--judge-seconds", "judge_seconds", float, "time limit of judging one notebook"),
-        ("--judge-memory-mb", "judge_memory_mb", int, "memory limit of judging one notebook"),
-        ("--seed", "seed", int, "seed of the hidden inputs (default: OUT's, or a fresh one)"),
-    ]
-    for flag, name, kind, text in options:
-        parser.add_argument(
-            flag,
-            dest=name,
-            type=kind,
-            default=None,
-            help=f"{text} (nbgrader_config.py: c.GraderSettings.{name}; default "
-            f"{getattr(defaults, name)})",
-        )
-    parser.add_argument(
-        "--no-sandbox",
-        dest="sandbox",
-        action="store_const",
-        const=False,
-        default=None,
-        help="run kernels without the OS sandbox: for trusted submissions only",
-    )
-    parser.add_argument(
-        "--full-run",
-        dest="skip_demo_cells",
-        action="store_const",
-        const=False,
-        default=None,
-        help="run every cell of every notebook (default: leave out the demo cells that no "
-        "check depends on; c.GraderSettings.skip_demo_cells)",
-    )
     parser.add_argument(
         "--fresh",
         action="store_true",
@@ -112,28 +77,8 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-SETTING_OPTIONS = (
-    "workers",
-    "cell_timeout",
-    "notebook_timeout",
-    "memory_mb",
-    "judge_seconds",
-    "judge_memory_mb",
-    "seed",
-    "sandbox",
-    "skip_demo_cells",
-)
-
-
 def _settings(args):
-    from grader.settings import load
-
-    settings = load({name: getattr(args, name) for name in SETTING_OPTIONS})
-    for name in ("cell_timeout", "notebook_timeout", "memory_mb", "judge_seconds"):
-        if getattr(settings, name) <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be positive")
-    if settings.workers < 0:
-        raise UserError("--jobs must be 0 (one per core) or more")
+    settings = args.settings  # checked by traitlets (grader.settings)
     if settings.sandbox:
         try:
             sandbox.check()
@@ -192,6 +137,12 @@ def _choose(args, students) -> list[str]:
     return chosen
 
 
+def _with_graded(out: Path, assignments: list[str]) -> list[str]:
+    """``assignments`` and every notebook OUT already holds results of, in course order."""
+    graded = {p.stem for p in (out / "work" / "results").glob("*/*.json")}
+    return [a for a in course.assignments() if a in graded or a in assignments]
+
+
 def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -210,12 +161,9 @@ def _worker_init() -> None:
     """In each worker: die with the main process; leave Ctrl-C to the main process; start
     the judging server before the first notebook."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        import ctypes
+    from grader.lifeline import die_with_parent
 
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the main process died before we could ask
-            os._exit(1)
+    die_with_parent(or_exit_if_orphaned=True)
     from grader import judge
 
     judge.warm()
@@ -228,10 +176,10 @@ def _stop_workers(pool) -> None:
     for process in workers:
         process.terminate()
     for process in workers:
-        process.join(5)
+        process.join(STOP_SECONDS)
         if process.is_alive():
             process.kill()
-            process.join(5)
+            process.join(STOP_SECONDS)
 
 
 def _run_pool(todo, jobs: int, on_result, progress) -> None:
@@ -304,10 +252,14 @@ def _jobs(students, assignments, trusted, settings) -> list:
     return jobs
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def run(args) -> int:
     from tqdm import tqdm
 
-    from grader import gradebook, intake, seeds, totals, trusted
+    from grader import deadlines, gradebook, intake, seeds, totals, trusted
     from grader.job import grade, job_key, likely_cost
 
     start = monotonic()
@@ -334,6 +286,8 @@ def run(args) -> int:
             entries, course.assignments(), _answer_ids(), out / "work", settings
         )
         assignments = _choose(args, students)
+        if args.students and not args.notebooks:  # their record covers the class's notebooks
+            assignments = _with_graded(out, assignments)
     except UserError:
         if created:  # a run that cannot start leaves no OUT behind
             shutil.rmtree(out)
@@ -342,6 +296,7 @@ def run(args) -> int:
     models = trusted.models(assignments, settings.release_cache)
     gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
     jobs = _jobs(students, assignments, models, settings)
+    deadlines.record_submissions(out, students, entries, assignments)
 
     results_dir = out / "work" / "results"
     autograded_dir = out / "nbgrader" / "autograded"
@@ -408,13 +363,13 @@ def run(args) -> int:
     # OUT's outputs cover the whole class: this run's results and those an earlier run kept
     # for students or notebooks not chosen now (--students, --notebooks).
     totals.write_run(out, sorted(every_student), ignored)
-    totals.rewrite(out)
+    totals.rewrite(out, settings)
     ordered = [results[k] for k in sorted(results)]
 
     times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
     flagged = sorted({r["student"] for r in ordered if r.get("flags")})
     print(
-        f"graded {len(jobs)} notebooks of {len(students)} students in "
+        f"graded {_count(len(jobs), 'notebook')} of {_count(len(students), 'student')} in "
         f"{monotonic() - start:.1f} s {workers} ({reused} reused from an "
         f"earlier run)" + (f"; {sum(times) / len(times):.1f} s per notebook" if times else "")
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 from traitlets.config import PyFileConfigLoader
 
 from grader.cli import UserError
+from grader.configfile import config_file
 from grader.course import RELEASE, REPO_ROOT, assignments
 from grader.release import release
 from grader.settings import CONFIG_FILE
@@ -111,22 +112,16 @@ def _student_pyproject() -> bytes:
     ).encode()
 
 
-def validate_config() -> str:
-    """``c.<section>.<name> = <value>`` lines giving Validate the course's settings, read
-    from the course's nbgrader_config.py (never retyped: the bundle and the hub use these)."""
+def validate_config() -> dict[str, dict]:
+    """``{section: {name: value}}`` giving Validate the course's settings, read from the
+    course's nbgrader_config.py (never retyped: the bundle and the hub use these)."""
     config = PyFileConfigLoader(CONFIG_FILE, path=str(REPO_ROOT)).load_config()
-    return "".join(
-        f"c.{section}.{name} = {value!r}\n"
-        for section in VALIDATE_SECTIONS
-        for name, value in sorted(config[section].items())
-    )
+    return {section: dict(sorted(config[section].items())) for section in VALIDATE_SECTIONS}
 
 
 def _student_nbgrader_config() -> bytes:
-    return (
-        "# Validate's settings, the course's own (written by `python -m grader bundle`).\n"
-        "c = get_config()  # noqa: F821\n" + validate_config()
-    ).encode()
+    header = "Validate's settings, the course's own (written by `python -m grader bundle`)."
+    return config_file(header, validate_config()).encode()
 
 
 def setup_steps(readme: str | None = None) -> str:

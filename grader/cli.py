@@ -1,6 +1,8 @@
 """`python -m grader COMMAND ...`: one entry point, one module per command.
 
-Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``.
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; one with
+``TAKES_SETTINGS = True`` also gets ``args.settings`` (``grader.settings.load``: the course's
+``nbgrader_config.py``, then the command line's ``--GraderSettings.<name>=`` and short options).
 Errors the user can fix are raised as :class:`UserError` and printed in one line.
 """
 
@@ -31,11 +33,25 @@ def main(argv=None) -> int:
     args, rest = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
     command = argparse.ArgumentParser(
-        prog=f"python -m grader {args.command}", description=COMMANDS[args.command][1]
+        prog=f"python -m grader {args.command}",
+        description=COMMANDS[args.command][1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     module.add_arguments(command)
     try:
-        return module.run(command.parse_args(rest)) or 0
+        return module.run(_parse(module, command, rest)) or 0
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def _parse(module, command: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    if not getattr(module, "TAKES_SETTINGS", False):
+        return command.parse_args(argv)
+    from grader import settings
+
+    command.epilog = settings.options_help()
+    ours, rest = settings.split_argv(argv)
+    args = command.parse_args(rest)
+    args.settings = settings.load(argv=ours)
+    return args

@@ -26,7 +26,7 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from time import monotonic
@@ -45,6 +45,7 @@ TIMEOUT_ENAME = "GraderCellTimeout"
 KERNEL = [sys.executable, "-m", "grader.kernel", "-f", "{connection_file}"]
 PROVISIONERS = "jupyter_client.kernel_provisioners"  # the entry point group
 PROVISIONER = "attn-grading-sandbox"  # ours, in pyproject.toml
+REAP_SECONDS = 5  # as long as jupyter_client waits for a killed kernel before giving up
 
 
 class SandboxProvisioner(LocalProvisioner):
@@ -54,7 +55,7 @@ class SandboxProvisioner(LocalProvisioner):
     async def kill(self, restart: bool = False) -> None:
         process = self.process
         await super().kill(restart=restart)
-        deadline = monotonic() + 5  # as long as jupyter_client waits before giving up
+        deadline = monotonic() + REAP_SECONDS
         while process is not None and process.poll() is None and monotonic() < deadline:
             await asyncio.sleep(0.002)
 
@@ -73,6 +74,8 @@ class SandboxKernelManager(AsyncKernelManager):
     command = List(help="The kernel's full command line ({connection_file} is filled in).")
     owner_uid = Integer(None, allow_none=True, help="The sandbox's uid, owner of its files.")
 
+    # Overrides jupyter_client internals (pinned in pyproject.toml); exercised by
+    # tests/test_sandbox.py::test_a_killed_kernel_is_reaped_before_kill_returns
     @property
     def kernel_spec(self):
         return KernelSpec(
@@ -106,16 +109,16 @@ class Plan:
     state_cells: set
     windows: Windows
     cell_windows: dict  # {cell index: Window}
-    skip: set = field(default_factory=set)  # demo cells left out of this run (grader.needs)
-    files: dict = field(default_factory=dict)  # {path in scratch: host file}, read-only
-    folders: list = field(default_factory=list)  # writable folders made in scratch
-    sandboxed: bool = True
-    uid: int | None = None
-    scratch_mb: int = 512
-    shm_mb: int = 64
-    limits: object = None  # grader.cgroups.Limits of each sandbox as a whole (sandboxed)
-    grace: float = 10.0
-    trusted_timeout: int = 120  # the per-cell limit of the trusted imports cell
+    skip: set  # demo cells left out of this run (grader.needs)
+    files: dict  # {path in scratch: host file}, read-only
+    folders: list  # writable folders made in scratch
+    sandboxed: bool
+    uid: int | None
+    scratch_mb: int
+    shm_mb: int
+    limits: object  # grader.cgroups.Limits of each sandbox as a whole (sandboxed)
+    grace: float  # GraderSettings.stream_grace
+    trusted_timeout: int  # the per-cell limit of the trusted imports cell
 
 
 class SandboxedExecute(Execute):
@@ -129,6 +132,8 @@ class SandboxedExecute(Execute):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         kwargs.setdefault("kernel_name", "python3")
         super().__init__(**kwargs)
+        # Overrides nbclient internals (pinned in pyproject.toml); exercised by
+        # tests/test_autograde.py::test_pinned_points_flags_and_messages (loop_in_cell)
         self.error_on_timeout = {"ename": TIMEOUT_ENAME, "evalue": "", "traceback": []}
         self.record_timing = False
         self.shutdown_kernel = "immediate"
@@ -138,6 +143,8 @@ class SandboxedExecute(Execute):
         self.exceeded: list[str] = []  # the cgroup's limits it hit
 
     # -- output flood control
+    # Overrides nbclient internals (pinned in pyproject.toml); exercised by
+    # tests/test_autograde.py::test_pinned_points_flags_and_messages (output_flood)
     def output(self, outs, msg, display_id, cell_index):
         """Keep a cell's outputs up to the cap. A replay (after a restart) is capped apart:
         its outputs are thrown away, so they neither count for the cell nor flag a flood."""
@@ -291,6 +298,8 @@ class SandboxedExecute(Execute):
                     pending = []
             finally:
                 self.replaying = False
+                # Overrides nbclient internals (pinned in pyproject.toml); exercised by
+                # tests/test_autograde.py::test_pinned_points_flags_and_messages (os_exit_cell)
                 self.km = None
                 self.kc = None
                 stream.close()

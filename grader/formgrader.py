@@ -31,6 +31,7 @@ from nbgrader.api import Gradebook
 from attnlib.lab import launch, write_profile
 from grader import course, gradebook
 from grader.cli import UserError
+from grader.configfile import config_file
 
 # Formgrader shows the log in a <pre>: one short line each.
 REFUSAL = (
@@ -44,6 +45,9 @@ REFUSAL = (
 class CourseGraderOnly(NotebookExporter):
     """``Autograde.exporter_class`` for formgrader's server: Autograde makes its exporter
     before it removes or writes anything, so refusing here leaves every file as it was."""
+
+    # Overrides nbgrader internals (pinned in pyproject.toml); exercised by
+    # tests/test_formgrader.py::test_autograde_button_refuses_and_points_to_the_course_grader
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -109,11 +113,12 @@ def prepare(out: Path, exchange: Path | None = None) -> Path:
     exchange = (exchange or root / "exchange").resolve()
     exchange.mkdir(parents=True, exist_ok=True)
     profile = write_profile(root / ".jupyter", instructor=True)
+    refusal = f"{__name__}.{CourseGraderOnly.__name__}"
     (profile / "nbgrader_config.py").write_text(
-        "# Written by `python -m grader formgrader`: settings for formgrader's server only.\n"
-        "c = get_config()  # noqa: F821\n"
-        f"c.Exchange.root = {str(exchange)!r}\n"
-        f"c.Autograde.exporter_class = '{__name__}.{CourseGraderOnly.__name__}'\n"
+        config_file(
+            "Written by `python -m grader formgrader`: settings for formgrader's server only.",
+            {"Exchange": {"root": str(exchange)}, "Autograde": {"exporter_class": refusal}},
+        )
     )
     return profile
 

@@ -23,6 +23,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 
 from grader.cli import UserError
+from grader.configfile import config_file
 
 COURSE_ID = "attention-step-by-step"
 
@@ -53,11 +54,13 @@ def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
     one costs seconds (nbgrader runs the ``alembic`` command, then records every cell)."""
     course = out / "nbgrader"
     course.mkdir(parents=True, exist_ok=True)
+    root = str(course.resolve())
+    course_directory = {"course_id": COURSE_ID, "root": root, "db_url": db_url(out)}
     (course / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.CourseDirectory.root = {str(course.resolve())!r}\n"
-        f"c.CourseDirectory.db_url = {db_url(out)!r}\n"
+        config_file(
+            "Written by `python -m grader autograde`: the graded class, for nbgrader.",
+            {"CourseDirectory": course_directory},
+        )
     )
     for assignment, text in releases.items():
         source = course / "source" / assignment / f"{assignment}.ipynb"

@@ -255,7 +255,7 @@ def _candidates(files: list[Path], assignments: list[str], answer_ids: dict, ext
             matches = [(a, 2, note) for a in assignments if ids & answer_ids[a]]
         for a, rank, note in matches:
             candidates[a].append((rank, note, path))
-        if not matches:
+        if not matches and path.name != "timestamp.txt":  # nbgrader's: grader.deadlines
             extra.append(path.name)
     return candidates
 

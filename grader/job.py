@@ -37,6 +37,7 @@ from grader.trusted import Trusted
 RESULT_VERSION = 5  # bump when grading logic changes, so resumed runs regrade
 TAMPERED = "grader instrumentation tampered"
 SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
+CPU_SECONDS_SPARE = 30  # CPU time beyond notebook_timeout: the wall clock stops a notebook first
 NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check depends on it.)\n"
 LOOK = "your instructor will look at it."
 TAMPERED_MESSAGE = (
@@ -49,7 +50,8 @@ TAMPERED_MESSAGE = (
 # ``refused``, which are part of the key).
 KEYLESS_SETTINGS = frozenset(
     {"workers", "release_cache", "sandbox_slots", "unpack_mb", "unpack_files", "unpack_depth",
-     "batch_unpack_mb", "batch_unpack_files"}
+     "batch_unpack_mb", "batch_unpack_files", "due_dates", "extensions", "late_policy",
+     "late_penalty"}
 )  # fmt: skip
 
 
@@ -408,7 +410,7 @@ def _plan(s: State, folder: Path, windows, cell_windows):
         "write": [str(scratch), tmp],
         "libraries": sandbox.library_roots(),
         "memory_bytes": cfg["memory_mb"] * 2**20 if cfg["memory_mb"] else None,
-        "cpu_seconds": cfg["notebook_timeout"] + 30,
+        "cpu_seconds": cfg["notebook_timeout"] + CPU_SECONDS_SPARE,
         "fsize_bytes": cfg["file_mb"] * 2**20,
         "processes": cfg["max_processes"] if sandboxed else None,
         "seed": _seed(job),
@@ -486,9 +488,16 @@ def judge(s: State) -> None:
     request = {
         "imports": s.job.trusted.imports,
         "tests": [
-            {"id": t.id, "hidden": t.hidden, "source": t.source, "verifies": list(t.verifies)}
+            {
+                "id": t.id,
+                "exercise": t.exercise,
+                "hidden": t.hidden,
+                "source": t.source,
+                "verifies": list(t.verifies),
+            }
             for t in s.job.trusted.tests
         ],
+        "cells": _cells_as_run(s),
         "records": records,
         "seeds": {n: _seed(s.job, n) for t in s.job.trusted.tests for n, _ in t.verifies},
         "clean": sorted(s.nb.cells[i].metadata["nbgrader"]["grade_id"] for i in _clean(s)),
@@ -505,6 +514,14 @@ def judge(s: State) -> None:
     else:
         s.verdicts = outcome["verdicts"]
         s.tampered += outcome["tampered"]
+
+
+def _cells_as_run(s: State) -> list:
+    """[[grade id or "", source]] of the code cells the kernel ran, as they run (the judge
+    reads which earlier exercises a failed check relies on)."""
+    code, sources, _, _ = code_view(s.nb, s.job.trusted)
+    ids = [s.nb.cells[i].metadata.get("nbgrader", {}).get("grade_id", "") for i in code]
+    return [[g, src] for i, g, src in zip(code, ids, sources, strict=True) if i not in s.skip]
 
 
 def _clean(s: State) -> set[int]:

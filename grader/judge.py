@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from attnlib.checks import _cells
 from attnlib.checks._core import CheckFailed, call
 from grader import wire
 from grader.kernel.recorders import TAMPERED, signature
@@ -430,7 +431,8 @@ def judge_notebook(request: dict) -> dict:
     ``request``: {"imports": trusted imports source, "tests": [{"id", "exercise", "hidden",
     "source", "verifies"}], "records": {test id: record bytes}, "seeds": {exercise: seed},
     "clean": [ids of the visible tests that ran before any hidden input reached the kernel,
-    whose learner's error texts may be quoted]}.
+    whose learner's error texts may be quoted], "cells": [[grade id or "", source], ...] of
+    the notebook's code cells as they run (:func:`point_to_earlier`)}.
     """
     trusted_ns: dict = {}
     exec(compile(request["imports"], "<imports>", "exec"), trusted_ns)  # trusted course code
@@ -483,7 +485,31 @@ def judge_notebook(request: dict) -> dict:
             "message": str(message)[:2000],
             "flags": list(dict.fromkeys(flags))[:50],
         }
+    point_to_earlier(request, verdicts)
     return {"verdicts": verdicts, "tampered": tampered}
+
+
+def point_to_earlier(request: dict, verdicts: dict) -> None:
+    """A failed check that relies on an earlier exercise which failed its own check in this
+    run (its answer calls that function, or uses what a cell computed with it, as
+    ``attnlib.checks._cells.needed`` reads the code, the same reading as Validate's) says
+    so first: that exercise is the likely cause. Only this judge's verdicts and the
+    notebook's code count, never what the kernel said."""
+    exercise = {t["id"]: t.get("exercise", "") for t in request["tests"]}
+    order = list(dict.fromkeys(exercise.values()))
+    failed = {exercise[i] for i, v in verdicts.items() if not v["passed"]}
+    failed |= {exercise[i] for i in exercise if i not in request["records"]}  # did not end
+    cells = request["cells"]
+    for k, (gid, _) in enumerate(cells):
+        verdict = verdicts.get(gid)
+        if verdict is None or verdict["passed"]:
+            continue
+        earlier = {e: "" for e in order[: order.index(exercise[gid])] if e in failed}
+        sources = [source for _, source in cells[: k + 1]]
+        for other in _cells.needed(sources, earlier) if earlier else ():
+            if f"`{other}` first" not in verdict["message"]:
+                verdict["message"] = (_cells.uses_unfinished(other) + verdict["message"])[:2000]
+            break
 
 
 # --------------------------------------------------------------------------- bounded

@@ -1,9 +1,12 @@
 """What the instructor and the learners get out of a grading run.
 
-- ``grades.csv``: student, notebook, exercise, points, max_points, message (one row per
-  exercise per student). Written answers (graded by hand): the score entered in formgrader
-  if there is one, else empty points and "graded by hand"; 0 with "No answer written." when
-  the answer cell was left as released; 0 when the notebook was not submitted.
+- ``grades.csv``: student, notebook, exercise, points, max_points, message, comment (one
+  row per exercise per student; ``comment``: what the instructor typed for that answer in
+  formgrader). Written answers (graded by hand): the score entered in formgrader if there
+  is one, else empty points and "graded by hand" (pending: never counted as 0); 0 with "No
+  answer written." when the answer cell was left as released; 0 when the notebook was not
+  submitted. A late notebook under a penalty has one more row, ``late_penalty``, with
+  negative points (``grader.deadlines``).
 - ``totals.csv``: per student, points per notebook, the total, the maximum, and the points
   still waiting for hand grading.
 - ``feedback/<student>.html``: points and the learner-facing message per exercise. It is built
@@ -19,34 +22,64 @@ from collections import Counter
 from pathlib import Path
 
 from grader import csvfile
+from grader.deadlines import LATE_ROW, describe
 
-GRADES_COLUMNS = ["student", "notebook", "exercise", "points", "max_points", "message"]
+GRADES_COLUMNS = ["student", "notebook", "exercise", "points", "max_points", "message", "comment"]
+NOT_SUBMITTED = "Notebook not submitted."  # grader.job's message for a missing notebook
 
 
 def _num(value) -> str:
     return "" if value == "" or value is None else f"{float(value):g}"
 
 
-def rows(results: list[dict], manual: dict) -> list[dict]:
-    """grades.csv rows, sorted; ``manual[(student, notebook)]`` holds formgrader scores."""
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+def rows(results: list[dict], manual: dict, comments: dict, late: dict) -> list[dict]:
+    """grades.csv rows, sorted; per (student, notebook): ``manual`` holds formgrader scores,
+    ``comments`` formgrader comments ({grade_id: text}), ``late`` its lateness when late
+    under a penalty (``grader.deadlines.lateness``)."""
     out = []
     for res in sorted(results, key=lambda r: (r["student"], r["notebook"])):
-        scores = manual.get((res["student"], res["notebook"]), {})
+        key = (res["student"], res["notebook"])
+        scores, notes = manual.get(key, {}), comments.get(key, {})
+        mine = []
         for row in res["rows"]:
             points, message = row["points"], row["message"]
             if not row["autograded"] and row["exercise"] in scores:
                 points, message = scores[row["exercise"]], ""
-            out.append(
+            mine.append(
                 {
                     "student": res["student"],
                     "notebook": res["notebook"],
                     "exercise": row["exercise"],
                     "points": _num(points),
                     "max_points": _num(row["max_points"]),
-                    "message": " ".join(str(message).split()),
+                    "message": _one_line(message),
+                    "comment": _one_line(notes.get(row["exercise"], "")),
                 }
             )
+        if key in late:
+            mine.append(_late_row(mine, late[key]))
+        out += mine
     return out
+
+
+def _late_row(mine: list[dict], late: dict) -> dict:
+    """The penalty of a late notebook: its share of the maximum, never more than the points
+    scored so far (a notebook never goes below 0)."""
+    scored = sum(float(r["points"]) for r in mine if r["points"] != "")
+    maximum = sum(float(r["max_points"]) for r in mine)
+    penalty = min(late["fraction"] * maximum, scored)
+    return {
+        **mine[0],
+        "exercise": LATE_ROW,
+        "points": _num(-penalty) if penalty else "0",
+        "max_points": "0",
+        "message": describe(late),
+        "comment": "",
+    }
 
 
 def write_grades(out: Path, grade_rows: list[dict]) -> None:
@@ -104,7 +137,9 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> None:
+def write_feedback(out: Path, grade_rows: list[dict], results: list[dict], extra: dict) -> None:
+    """``extra[(student, notebook)]``: {"handed": a line on when it was handed in (with a
+    due date), "comments": formgrader comments on no exercise}."""
     folder = out / "feedback"
     folder.mkdir(exist_ok=True)
     notes = {(r["student"], r["notebook"]): r.get("notes", []) for r in results}
@@ -112,32 +147,55 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[dict]) -> No
     students = sorted({r["student"] for r in grade_rows})
     for student in students:
         mine = [r for r in grade_rows if r["student"] == student]
-        got = sum(float(r["points"]) for r in mine if r["points"] != "")
-        body = [
-            f"<h1>Feedback for {html.escape(student)}</h1>",
-            f"<p>Autograded and hand-graded points so far: <b>{got:g}</b> of "
-            f"{sum(float(r['max_points']) for r in mine):g}.</p>",
-        ]
+        body = [f"<h1>Feedback for {html.escape(student)}</h1>", _headline(mine)]
         for notebook in sorted({r["notebook"] for r in mine}):
+            key = (student, notebook)
             body.append(f"<h2>{html.escape(notebook)}</h2>")
-            for note in notes.get((student, notebook), []):
+            if handed := extra.get(key, {}).get("handed"):
+                body.append(f"<p>{html.escape(handed)}</p>")
+            for note in notes.get(key, []):
                 body.append(f"<p class='muted'>Note: {html.escape(note)}</p>")
-            if n := left_out.get((student, notebook)):
+            if n := left_out.get(key):
                 body.append(
                     f"<p class='muted'>{n} demo cells were not re-run when grading: they only "
                     "teach, and no check depends on them.</p>"
                 )
+            for text in extra.get(key, {}).get("comments", []):
+                body.append(f"<p><b>Comment from your instructor:</b> {html.escape(text)}</p>")
             body.append("<table><tr><th>Exercise</th><th>Points</th><th>What to fix</th></tr>")
-            for r in (r for r in mine if r["notebook"] == notebook):
-                pts = "pending" if r["points"] == "" else r["points"]
-                cls = "full" if r["points"] != "" and r["points"] == r["max_points"] else "lost"
-                body.append(
-                    f"<tr><td><code>{html.escape(r['exercise'])}</code></td>"
-                    f"<td class='{cls}'>{html.escape(pts)} / {r['max_points']}</td>"
-                    f"<td>{_message_html(r['message'])}</td></tr>"
-                )
+            body += [_feedback_row(r) for r in mine if r["notebook"] == notebook]
             body.append("</table>")
         feedback_path(out, student).write_text(_page(f"Feedback: {student}", "".join(body)))
+
+
+def _headline(mine: list[dict]) -> str:
+    got = sum(float(r["points"]) for r in mine if r["points"] != "")
+    waiting = sum(float(r["max_points"]) for r in mine if r["points"] == "")
+    pending = f" ({waiting:g} more pending: written answers not graded yet)" if waiting else ""
+    return (
+        f"<p>Autograded and hand-graded points so far: <b>{got:g}</b> of "
+        f"{sum(float(r['max_points']) for r in mine):g}{pending}.</p>"
+    )
+
+
+def _feedback_row(r: dict) -> str:
+    if r["exercise"] == LATE_ROW:
+        return (
+            f"<tr><td>Late penalty</td><td class='lost'>{html.escape(r['points'])}</td>"
+            f"<td>{html.escape(r['message'])}</td></tr>"
+        )
+    pts = "pending" if r["points"] == "" else r["points"]
+    cls = "full" if r["points"] != "" and r["points"] == r["max_points"] else "lost"
+    comment = (
+        f"<p><b>Comment from your instructor:</b> {html.escape(r['comment'])}</p>"
+        if r["comment"]
+        else ""
+    )
+    return (
+        f"<tr><td><code>{html.escape(r['exercise'])}</code></td>"
+        f"<td class='{cls}'>{html.escape(pts)} / {r['max_points']}</td>"
+        f"<td>{_message_html(r['message'])}{comment}</td></tr>"
+    )
 
 
 def feedback_path(out: Path, student: str) -> Path:
@@ -151,7 +209,9 @@ def exercise_stats(grade_rows: list[dict]) -> list[dict]:
     """Per exercise, in course order (notebook, then the exercise's place in it): how the class
     did, and how many written answers still wait for hand grading (``pending``)."""
     stats = []
-    seen = dict.fromkeys((r["notebook"], r["exercise"]) for r in grade_rows)  # notebook order
+    seen = dict.fromkeys(  # notebook order; a late penalty is no exercise
+        (r["notebook"], r["exercise"]) for r in grade_rows if r["exercise"] != LATE_ROW
+    )
     for notebook, exercise in sorted(seen, key=lambda key: key[0]):
         mine = [r for r in grade_rows if (r["notebook"], r["exercise"]) == (notebook, exercise)]
         scored = [r for r in mine if r["points"] != ""]
@@ -204,6 +264,39 @@ def _histogram(path: Path, total_rows: list[dict]) -> None:
 NO_SANDBOX = "graded WITHOUT the OS sandbox (--no-sandbox): trusted submissions only"
 
 
+def submitted(result: dict) -> bool:
+    """Whether the student handed this notebook in (graded or not: unreadable, refused)."""
+    if result.get("status") in ("graded", "no result"):  # no result: not graded into OUT yet
+        return result["status"] == "graded"
+    return any(row["message"] != NOT_SUBMITTED for row in result["rows"])
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _late_section(grade_rows: list[dict]) -> list[str]:
+    late = [r for r in grade_rows if r["exercise"] == LATE_ROW]
+    if not late:
+        return []
+    return (
+        [
+            "<h2>Late work</h2><table><tr><th>Student</th><th>Notebook</th><th>Penalty</th>"
+            "<th>When</th></tr>"
+        ]  # fmt: skip
+        + [
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(c)}</td>"
+                for c in (r["student"], r["notebook"], r["points"], r["message"])
+            )
+            + "</tr>"
+            for r in late
+        ]
+        + ["</table>"]
+    )
+
+
 def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
     """``report/``; results graded without the sandbox say so in its header and flags.csv."""
     sandboxed = all(r.get("sandboxed", True) for r in results)
@@ -228,7 +321,9 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
     body = [
         "<h1>Class report</h1>",
         "" if sandboxed else f"<p class='lost'><b>This run was {NO_SANDBOX}.</b></p>",
-        f"<p>{len(total_rows)} students, {len(results)} notebooks graded. "
+        f"<p>{count(len(total_rows), 'student')}: "
+        f"{count(sum(map(submitted, results)), 'notebook')} submitted, "
+        f"{sum(r.get('status') == 'graded' for r in results)} graded. "
         f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
         "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
         "<a href='flags.csv'>flags.csv</a>.</p>",
@@ -244,7 +339,9 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
             + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
             + f"<td>{_message_html(s['top_messages'])}</td></tr>"
         )
-    body.append("</table><h2>Flagged submissions (for a human to review)</h2>")
+    body.append("</table>")
+    body += _late_section(grade_rows)
+    body.append("<h2>Flagged submissions (for a human to review)</h2>")
     flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows if f["student"] != "(all)"})
     if not flagged:
         body.append("<p>None.</p>")

@@ -59,6 +59,8 @@ JOB_PREFIX = "attn-job-"  # + the worker's pid: a job's host folder (grader.job)
 GROUP = "attn-grader"  # the sandboxes' cgroups: GROUP/w<worker pid>-<n>
 _GROUPS = itertools.count()
 SEAL = [sys.executable, "-m", "grader.remount"]  # + PID PATH, in a process of its own
+HELPER_SECONDS = 30  # the bwrap probe and the seal helper take milliseconds: longer, a broken host
+LEFTOVER_WAIT_SECONDS = 3.0  # a killed sandbox's processes take a moment to go
 
 
 class Unavailable(Exception):
@@ -75,7 +77,7 @@ def check() -> None:
         ["bwrap", "--unshare-all", "--ro-bind", "/", "/", "--", "true"],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=HELPER_SECONDS,
     )
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["unknown error"])[0]
@@ -100,7 +102,9 @@ def seal(folder: str, uid: int | None, pid: int) -> None:
         return
     inside = _first_inside(pid)
     argv = [*SEAL, str(inside), folder]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=REPO_ROOT)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=HELPER_SECONDS, cwd=REPO_ROOT
+    )
     if done.returncode != 0:
         raise SealFailed(f"cannot seal the sandbox's IPC folder: {done.stderr.strip()[-300:]}")
 
@@ -246,7 +250,7 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def kill_leftovers(uid: int | None, wait: float = 3.0) -> int:
+def kill_leftovers(uid: int | None, wait: float = LEFTOVER_WAIT_SECONDS) -> int:
     """Wait up to ``wait`` s for every process of the sandbox uid to be gone (a killed
     sandbox takes a moment to empty); SIGKILL what is left and return how many that was."""
     if uid is None:

@@ -23,6 +23,8 @@ import numpy as np
 from grader import wire
 
 MAX_LOGS = 200
+ACCEPT_SECONDS = 120  # the kernel connects as it starts (imports included), before student code
+CLOSE_SECONDS = 10  # for the reader thread to notice its closed sockets
 MAX_ORACLE_CALLS = 1000
 
 
@@ -94,11 +96,11 @@ class KernelStream:
                 except OSError:
                     pass
                 sock.close()
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=CLOSE_SECONDS)
 
     def _accept(self) -> bool:
         try:
-            self.listener.settimeout(120)
+            self.listener.settimeout(ACCEPT_SECONDS)
             self.conn, _ = self.listener.accept()
         except OSError:
             return False

@@ -2,8 +2,11 @@
 
 Formgrader saves the points an instructor gives a written answer in ``OUT/gradebook.db``.
 This command rewrites ``grades.csv``, ``totals.csv``, ``feedback/`` and ``report/`` from the
-graded results the last grading run kept in ``OUT/work/results`` plus those scores: no
-notebook runs (``make bench`` p5 times it against a regrade).
+graded results the last grading run kept in ``OUT/work/results`` plus those scores and
+formgrader's comments: no notebook runs (``make bench`` p5 times it against a regrade).
+Every student the last run saw gets a row for every notebook of the class, "not graded yet"
+when OUT holds no result for it. Due dates, extensions and the late policy are applied as
+the settings are now (``grader.deadlines``), so changing them needs only this command.
 """
 
 import json
@@ -11,8 +14,11 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from grader import course, gradebook, report
+from grader import course, deadlines, gradebook, report
 from grader.cli import UserError
+
+TAKES_SETTINGS = True  # the late policy (grader.settings), from the command line too
+NOT_GRADED = "Not graded yet: no result for this notebook in OUT (grade it with `make grade`)."
 
 
 def add_arguments(parser):
@@ -51,45 +57,93 @@ def load_results(out: Path) -> list[dict]:
     return sorted(results, key=lambda r: (r["student"], r["notebook"]))
 
 
-def hand_scores(out: Path) -> dict[tuple[str, str], dict[str, float]]:
-    """{(student, assignment): {grade_id: points}} of every written answer given points in
-    formgrader, read in one gradebook session (one per notebook was the slow part)."""
+def complete(results: list[dict], students: list[str] | None) -> list[dict]:
+    """``results`` plus a "not graded yet" result for each student and class notebook OUT
+    has none for (a student graded alone, a notebook graded for some), so every record
+    has every notebook's maximum."""
+    have = {(r["student"], r["notebook"]) for r in results}
+    notebooks = sorted({n for _, n in have})
+    added = [
+        _not_graded(student, notebook)
+        for student in sorted(set(students or []) | {s for s, _ in have})
+        for notebook in notebooks
+        if (student, notebook) not in have
+    ]
+    return sorted(results + added, key=lambda r: (r["student"], r["notebook"]))
+
+
+def _not_graded(student: str, notebook: str) -> dict:
+    rows = [
+        {"exercise": e.grade_id, "points": 0.0, "max_points": e.max_points,
+         "message": NOT_GRADED, "autograded": e.autograded}
+        for e in course.exercises(notebook)
+    ]  # fmt: skip
+    return {"student": student, "notebook": notebook, "status": "no result", "rows": rows}
+
+
+def hand_grading(out: Path) -> tuple[dict, dict]:
+    """({(student, assignment): {grade_id: points}} of every written answer given points in
+    formgrader, {(student, assignment): {grade_id: comment}} of every comment typed there),
+    read in one gradebook session (one per notebook was the slow part)."""
     scores: dict = {}
+    comments: dict = {}
     with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
         for assignment in gb.assignments:
             for submission in assignment.submissions:
-                mine = scores.setdefault((submission.student.id, assignment.name), {})
+                key = (submission.student.id, assignment.name)
+                mine, said = scores.setdefault(key, {}), comments.setdefault(key, {})
                 for notebook in submission.notebooks:
                     mine.update(
                         (g.name, float(g.manual_score))
                         for g in notebook.grades
                         if g.cell.cell_type == "markdown" and g.manual_score is not None
                     )
-    return scores
+                    said.update(
+                        (c.name, c.manual_comment) for c in notebook.comments if c.manual_comment
+                    )
+    return scores, comments
 
 
-def current(out: Path) -> tuple[list[dict], list[dict], list[str]]:
-    """(results, grades.csv rows with today's hand-entered points, notebooks in course order)."""
-    results = load_results(out)
-    manual = hand_scores(out)
+def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dict]:
+    """(results, grades.csv rows with today's hand-entered points and comments and late
+    penalties, notebooks in course order, {(student, notebook): feedback extras})."""
+    results = complete(load_results(out), _last_run(out).get("students"))
+    manual, comments = hand_grading(out)
     graded = {r["notebook"] for r in results}
     notebooks = [a for a in course.assignments() if a in graded]
-    return results, report.rows(results, manual), notebooks
+    times = deadlines.load_times(out)
+    lates = {}
+    for r in results:
+        key = (r["student"], r["notebook"])
+        if report.submitted(r):
+            lates[key] = deadlines.lateness(settings, *key, times)
+    penalised = {k: v for k, v in lates.items() if v and v["fraction"]}
+    grade_rows = report.rows(results, manual, comments, penalised)
+    extra = {}
+    for key in {(r["student"], r["notebook"]) for r in results}:
+        exercises = {e.grade_id for e in course.exercises(key[1])}
+        late = lates.get(key)
+        extra[key] = {
+            "handed": deadlines.describe(late) if late else "",
+            "late_hours": late["hours"] if late else None,
+            "comments": [c for g, c in comments.get(key, {}).items() if g not in exercises],
+        }
+    return results, grade_rows, notebooks, extra
 
 
-def rewrite(out: Path) -> list[dict]:
+def rewrite(out: Path, settings) -> list[dict]:
     """Rewrite OUT's outputs from the kept results and the gradebook; return the grade rows."""
-    results, grade_rows, notebooks = current(out)
+    results, grade_rows, notebooks, extra = current(out, settings)
     total_rows = report.totals(grade_rows, notebooks)
     report.write_grades(out, grade_rows)
     report.write_totals(out, total_rows, notebooks)
-    report.write_feedback(out, grade_rows, results)
+    report.write_feedback(out, grade_rows, results, extra)
     report.write_class_report(out, grade_rows, total_rows, results, _last_run(out)["ignored"])
     return grade_rows
 
 
 def run(args) -> int:
-    rows = rewrite(args.out)
+    rows = rewrite(args.out, args.settings)
     written = [r for r in rows if r["exercise"] in _written_ids()]
     pending = [r for r in written if r["points"] == ""]
     print(

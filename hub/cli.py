@@ -56,7 +56,7 @@ def _settings_for_start(args) -> settings.Settings:
     root = settings.root_folder(args.root)
     try:  # a restart keeps the options of the last start unless given again
         saved = vars(settings.load(root)) if (root / "hub" / "settings.json").is_file() else {}
-    except SystemExit:
+    except SetupError:
         saved = {}
     saved.pop("course_id", None)  # always the course's own
     return settings.Settings(**saved | given | {"root": root.resolve()})

@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 
 from grader import bundle
+from grader.cli import UserError
 
 COURSE_DIST = "attention_step_by_step"  # the checkout's own editable install, never seeded
 SCRIPT = """#!{python}
@@ -33,8 +34,7 @@ sys.exit({call}())
 """
 
 
-class SetupError(Exception):
-    """A problem with the host, said in one line."""
+SetupError = UserError  # a problem with the host, said in one line: the grader's one user error
 
 
 def world_usable(path: Path) -> bool:

@@ -11,24 +11,21 @@ the notebooks that run graded, so the grades are the same. The grader and nbgrad
 the command (a parent-death signal), so nothing of an interrupted run writes on.
 """
 
-import ctypes
 import fcntl
 import os
-import signal
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from grader.lifeline import die_with_parent
 from hub.environment import SetupError
 
 BEFORE = "gradebook.before-grade.db"  # the gradebook as it was before an unfinished run
 LOCK = ".grade.lock"
 
 
-def dies_with_parent() -> None:
-    """``preexec_fn`` of the command's subprocesses: killed when it dies (PR_SET_PDEATHSIG)."""
-    ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))
+dies_with_parent = die_with_parent  # ``preexec_fn`` of the command's subprocesses
 
 
 @contextmanager

@@ -23,12 +23,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jinja2.filters
 from nbconvert.exporters import NotebookExporter
+from nbconvert.preprocessors import Preprocessor
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
+from traitlets import default
 
 from attnlib.lab import write_profile
 from grader import bundle, course, formgrader, gradebook, settings, trusted
+from grader.configfile import config_file
 from hub import graderun
 from hub.settings import REPO_ROOT, Settings
 
@@ -67,35 +71,33 @@ def config_path(s: Settings) -> list[Path]:
 
 
 def _nbgrader_config(s: Settings) -> str:
-    return (
-        "# Written by `python -m hub start`: nbgrader for the instructors' servers.\n"
-        "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.course_id = {s.course_id!r}\n"
-        f"c.CourseDirectory.root = {str(s.course_root)!r}\n"
-        f"c.CourseDirectory.db_url = {gradebook.db_url(s.grading)!r}\n"
-        f"c.Exchange.root = {str(s.exchange)!r}\n"
-        f"c.Autograde.exporter_class = '{__name__}.{HubGraderOnly.__name__}'\n"
-    )
+    course_directory = {"course_id": s.course_id, "root": str(s.course_root),
+                        "db_url": gradebook.db_url(s.grading)}  # fmt: skip
+    values = {
+        "CourseDirectory": course_directory,
+        "Exchange": {"root": str(s.exchange)},
+        "Autograde": {"exporter_class": f"{__name__}.{HubGraderOnly.__name__}"},
+    }
+    header = "Written by `python -m hub start`: nbgrader for the instructors' servers."
+    return config_file(header, values) + FEEDBACK_CONFIG
 
 
 def _student_config(s: Settings) -> str:
     """The attendees' nbgrader settings: the exchange, and Validate's settings taken from the
     course's nbgrader_config.py (as the student bundle carries them)."""
-    return (
-        "# Written by `python -m hub start`: nbgrader for the attendees' servers.\n"
-        "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.course_id = {s.course_id!r}\n"
-        f"c.Exchange.root = {str(s.exchange)!r}\n" + bundle.validate_config()
+    return config_file(
+        "Written by `python -m hub start`: nbgrader for the attendees' servers.",
+        {"CourseDirectory": {"course_id": s.course_id}, "Exchange": {"root": str(s.exchange)}}
+        | bundle.validate_config(),
     )
 
 
 # Lab terminals: bash, not the login shell Jupyter starts under a spawner, whose
 # /etc/profile resets PATH and so loses the course environment (`python -m hub` not found).
 # A config file, not jupyter_server_config.d (the server reads only extensions from there).
-TERMINAL = (
-    "# Written by `python -m hub start`: Lab terminals keep the course environment's PATH.\n"
-    "c = get_config()  # noqa: F821\n"
-    "c.ServerApp.terminado_settings = {'shell_command': ['/bin/bash']}\n"
+TERMINAL = config_file(
+    "Written by `python -m hub start`: Lab terminals keep the course environment's PATH.",
+    {"ServerApp": {"terminado_settings": {"shell_command": ["/bin/bash"]}}},
 )
 
 
@@ -168,13 +170,14 @@ def release(s: Settings, assignments: list[str]) -> int:
 
 def _stage(s: Settings, assignment: str) -> list[str]:
     """Copy each collected ``submitted/<student>/<assignment>/`` into ``collected/`` without
-    nbgrader's own files; return the students."""
+    its secret, keeping the exchange's ``timestamp.txt`` (``grader.deadlines``); return the
+    students."""
     students = []
     for folder in sorted((s.course_root / "submitted").glob(f"*/{assignment}")):
         student = folder.parent.name
         target = s.collected / student / assignment
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(folder, target, ignore=shutil.ignore_patterns(*SUBMISSION_FILES))
+        shutil.copytree(folder, target, ignore=shutil.ignore_patterns("submission_secret.txt"))
         students.append(student)
     return students
 
@@ -240,6 +243,62 @@ def totals(s: Settings) -> int:
     """Hand-entered points (formgrader) into grading/'s CSVs, feedback pages and report."""
     cmd = [sys.executable, "-m", "grader", "totals", str(s.grading)]
     return subprocess.run(cmd, cwd=s.private_course).returncode
+
+
+class Pending(str):
+    """A score still to be given by hand, as nbgrader's feedback template shows it."""
+
+
+class MarkPending(Preprocessor):
+    """Runs after nbgrader's GetGrades in generate_feedback: a written answer not graded yet
+    (formgrader has no score for it) shows "pending", not nbgrader's "Score: 0.0 / 2.0", and
+    the notebook's score says how many points are pending."""
+
+    @default("enabled")
+    def _on(self):  # nbconvert's preprocessors are off unless enabled
+        return True
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            grades = gb.find_submission_notebook(
+                info["notebook"], info["assignment"], info["student"]
+            ).grades
+            waiting = {
+                g.name: g.max_score
+                for g in grades
+                if g.cell.cell_type == "markdown"
+                and g.needs_manual_grade
+                and g.manual_score is None
+            }
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade_id") in waiting and meta.get("grade"):
+                meta["score"] = Pending("pending")
+        if waiting:
+            score, pending = info["score"], sum(waiting.values())
+            info["score"] = Pending(f"{score:.1f} + {pending:g} pending")
+        return nb, resources
+
+
+def score_float(value, default=0.0):
+    """The feedback template's ``float`` filter: a pending score stays "pending"."""
+    return value if isinstance(value, Pending) else jinja2.filters.do_float(value, default)
+
+
+def score_round(value, precision=0, method="common"):
+    """The feedback template's ``round`` filter, likewise."""
+    if isinstance(value, Pending):
+        return value
+    return jinja2.filters.do_round(value, precision, method)
+
+
+FEEDBACK_CONFIG = (
+    "c.GenerateFeedback.preprocessors = ['nbgrader.preprocessors.GetGrades', "
+    f"'{__name__}.MarkPending', 'nbconvert.preprocessors.CSSHTMLHeaderPreprocessor']\n"
+    f"c.HTMLExporter.filters = {{'float': '{__name__}.score_float', "
+    f"'round': '{__name__}.score_round'}}\n"
+)
 
 
 def feedback(s: Settings, assignments: list[str]) -> int:

@@ -15,7 +15,9 @@ from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from grader.cli import UserError
+from grader.course import REPO_ROOT  # hub/ and grader/ always sit in one checkout
+
 DEFAULT_ROOT = Path("/opt/attention-course")
 ROOT_VARIABLE = "ATTN_HUB_ROOT"
 
@@ -136,8 +138,8 @@ def load(root: Path | None = None) -> Settings:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        raise SystemExit(
-            f"error: no workshop server at {root} (no readable {path}): "
+        raise UserError(
+            f"no workshop server at {root} (no readable {path}): "
             "start one with `make hub` (or pass --root)"
         ) from None
     known = {f.name for f in fields(Settings)}

@@ -28,6 +28,27 @@ def _namespace(path):
     return ns
 
 
+# Markers by what a test costs (registered in pyproject.toml; `make test-fast` leaves these
+# out, `make test` runs everything): set here by module and by fixture, not in each file.
+SLOW_MODULES = {
+    "hub": {"test_hub"},
+    "browser": {"test_browser", "test_formgrader", "test_handouts"},
+    "bundle": {"test_bundle"},
+    "grading": {"test_cluster", "test_validate", "test_grade_some", "test_totals_export",
+                "test_sandbox", "test_attacks_leaks", "test_attacks_limits", "test_autograde"},
+}  # fmt: skip
+SLOW_FIXTURES = {"graded": "graded", "small_class": "grading"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2]
+        marks = {mark for mark, modules in SLOW_MODULES.items() if module in modules}
+        marks |= {mark for name, mark in SLOW_FIXTURES.items() if name in item.fixturenames}
+        for mark in sorted(marks):
+            item.add_marker(mark)
+
+
 @pytest.fixture(scope="session")
 def solution():
     """solution("01_soft_lookup")["softmax"] is the reference answer from solutions/."""

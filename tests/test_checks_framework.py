@@ -1,8 +1,11 @@
 """The shared check machinery: stubs, crashes and wrong types become one clear message."""
 
+import re
+
 import numpy as np
 import pytest
 
+from attnlib.checks._cells import WIDTH
 from attnlib.checks._core import CheckFailed, as_array, call, expect_close, expect_shape
 
 
@@ -44,6 +47,15 @@ def _run_in_a_kernel(cells):
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
     NotebookClient(nb, allow_errors=True, timeout=60, kernel_name="python3").execute()
     return [c.outputs for c in nb.cells]
+
+
+def _cells_text(traceback: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", traceback)
+
+
+def _said(traceback: str) -> str:
+    """A shown message as one line, without colours (the checks wrap it at WIDTH columns)."""
+    return " ".join(_cells_text(traceback).split())
 
 
 def _error(outputs):
@@ -111,20 +123,61 @@ def test_cells_after_a_failed_check_point_back_to_it_in_one_line():
     check = _error(outputs["check g"])
     assert check.ename == "CheckFailed" and check.traceback == ["\x1b[1;31m✗ `g` is wrong.\x1b[0m"]
     (demo,) = outputs["demo"]
-    assert "needs `g`, which hasn't passed its check" in demo.traceback[0]
+    assert "needs `g`, which hasn't passed its check" in _said(demo.traceback[0])
     (plot,) = outputs["plot"]  # the error only: the figure it started is not drawn
     assert plot.ename == "KeyError" and len(plot.traceback) == 1
-    assert plot.traceback[0].index("needs `g`") < plot.traceback[0].index("KeyError: 'doubled'")
-    crash = _error(outputs["call h"]).traceback[0]
-    assert "`h` crashed" in crash and "calls `g`, which hasn't passed" in crash
+    assert _said(plot.traceback[0]).index("needs `g`") < _said(plot.traceback[0]).index(
+        "KeyError: 'doubled'"
+    )
+    crash = _said(_error(outputs["call h"]).traceback[0])
+    assert "`h` crashed" in crash and "calls your `g`, which fails its own check" in crash
     (used,) = _error(outputs["check h"]).traceback
-    assert "✗ `h` uses `g`, which hasn't passed its check: fix `g` first. `h` is wrong." in used
+    assert _said(used) == (
+        "✗ This check uses your `g`, which fails its own check: fix `g` first. `h` is wrong."
+    )
     misnamed = _error(outputs["check softmax"])
     assert len(misnamed.traceback) == 1
-    assert "`softmax` is not defined: run its answer cell" in misnamed.traceback[0]
-    assert "A cell defines `soft_max`: did you mean `softmax`?" in misnamed.traceback[0]
+    assert "`softmax` is not defined: run its answer cell" in _said(misnamed.traceback[0])
+    assert "A cell defines `soft_max`: did you mean `softmax`?" in _said(misnamed.traceback[0])
     assert _error(outputs["syntax error"]).ename == "SyntaxError"  # Python's own, with its line
     (undefined,) = _error(outputs["check k"]).traceback
-    assert "`k` is not defined: run its answer cell above" in undefined
+    assert "`k` is not defined: run its answer cell above" in _said(undefined)
     assert any("✓ `g`" in o.get("text", "") for o in outputs["check g again"])
     assert len(_error(outputs["after"]).traceback) > 1, "an ordinary traceback once g passes"
+
+
+def test_a_long_message_wraps_and_the_learner_s_warnings_join_it_in_a_real_kernel():
+    """A failed check's message is wrapped at WIDTH columns, every line red, and a warning the
+    learner's function gave (exp overflows) is folded into it, not printed before it; after a
+    check that passes it is a note on stdout (stderr would fail the cell in Validate); the
+    next cell's check does not repeat it."""
+    cells = [
+        "import numpy as np\nfrom attnlib.checks._core import CheckFailed, call, passed",
+        "def check_f(f):\n    out = call(f, np.array([1000.0]))\n"
+        "    if not np.isfinite(out).all():\n"
+        "        raise CheckFailed('`f` returned inf. ' + 'Subtract the maximum first. ' * 6)\n"
+        "    passed('f')",
+        "def f(x):\n    return np.exp(x)",
+        "check_f(f)",
+        "def f(x):\n    np.exp(x)\n    return x * 0",  # right, yet it warns
+        "check_f(f)",
+        "def f(x):\n    return x * 0",
+        "check_f(f)",
+    ]
+    outputs = _run_in_a_kernel(cells)
+    (failed,) = outputs[3]
+    (shown,) = failed.traceback
+    lines = shown.split("\n")
+    assert len(lines) > 2 and all(ln.startswith("\x1b[1;31m") for ln in lines), shown
+    assert max(len(_cells_text(ln)) for ln in lines) <= WIDTH, shown
+    said = _said(shown)
+    assert said.startswith("✗ `f` returned inf. Subtract the maximum first."), said
+    assert said.endswith(
+        "Python warned while `f` ran: RuntimeWarning: overflow encountered in exp "
+        "(at `return np.exp(x)`)."
+    ), said
+    (note,) = outputs[5]
+    assert note.name == "stdout" and note.text.startswith("✓ `f`"), outputs[5]
+    assert "Note: Python warned while `f` ran: RuntimeWarning: overflow" in note.text, note.text
+    (clean,) = outputs[7]
+    assert clean.name == "stdout" and "warned" not in clean.text, outputs[7]

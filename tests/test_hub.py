@@ -40,8 +40,10 @@ import pytest
 from fixtures import attacks
 from fixtures.adversarial import honest
 from fixtures.batches import Batch, uses
+from fixtures.validate import ANSI
 from nbgrader.api import Gradebook
-from test_browser import CHROMIUM, SHOTS, _free_port, browser
+from test_browser import CHROMIUM, SHOTS, _free_port, _open_notebook, browser
+from test_bundle import longest  # noqa: F401 (a fixture: the longest visible message)
 
 from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader import gradebook
@@ -400,6 +402,41 @@ def test_attendees_see_only_their_own_processes(hub):
     assert f"cannot access '/proc/{hub_pid}'" in said, said
 
 
+def test_validate_on_the_hub_shows_the_longest_message_whole(hub, longest, tmp_path):  # noqa: F811
+    """An attendee's `nbgrader validate`, typed into their Lab terminal (their profile, as
+    `python -m hub` starts it), and their Lab's Validate button (the REST call it makes, then
+    the button itself in Chromium) show the longest message any visible check gives for the
+    catalogue whole, in lines of at most 80 columns (the course's Validate settings)."""
+    if RIGHT not in hub.sessions:  # this test alone
+        hub.sign_in(RIGHT, ROOM_PASSWORD)
+    nb, line = longest
+    content = {"type": "notebook", "format": "json", "content": nb}
+    hub.call(RIGHT, "PUT", "api/contents/longest.ipynb", json=content)
+    said = _terminal(hub, RIGHT, "nbgrader validate longest.ipynb; echo VALIDATED-$((6 * 7))",
+                     "VALIDATED-42", seconds=300)  # fmt: skip
+    out = said.split("VALIDATION FAILED", 1)[-1].split("VALIDATED-42")[0].replace("\r", "")
+    assert " ".join(line.split()) in " ".join(out.split()), f"cut or missing:\n{said[-3000:]}"
+    assert max(map(len, out.split("\n"))) <= 80, f"wider than 80 columns:\n{out}"
+    answer = hub.call(RIGHT, "POST", "assignments/validate", params={"path": "longest.ipynb"})
+    failed = answer.json()["value"].get("failed", [])
+    errors = [" ".join(ANSI.sub("", f["raw_error"]).split()) for f in failed]
+    assert any(" ".join(line.split()) in e for e in errors), errors
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
+    with browser(f"{hub.url}/hub/login", tmp_path / "chromium") as page:
+        page.fill("#username_input", RIGHT)
+        page.fill("#password_input", ROOM_PASSWORD)
+        page.click("#login_submit")
+        page.locator("#jp-MainMenu").wait_for()
+        panel = _open_notebook(page, "longest.ipynb")
+        panel.locator(".validate-button").click()
+        verdict = page.locator(".jp-Dialog #validation-message")
+        verdict.wait_for(timeout=300_000)
+        page.screenshot(path=SHOTS / "hub-3-validate-longest.png")
+        shown = " ".join(verdict.inner_text().split())
+    assert " ".join(line.split()) in shown, shown[-3000:]
+
+
 def test_instructor_releases_to_the_exchange(hub):
     hub.as_instructor("release", NB)
     exchange = hub.settings.exchange
@@ -546,8 +583,39 @@ def test_feedback_reaches_the_attendees(hub):
         hub.assignments(name, "fetch_feedback")
         found = sorted((hub.settings.homes / name / NB / "feedback").glob(f"*/{NB}.html"))
         assert found, f"no feedback fetched for {name}"
-        score = re.search(r"\(Score: ([\d.]+) / ([\d.]+)\)", found[-1].read_text())
+        score = re.search(
+            r"\(Score: ([\d.]+)(?: \+ [\d.]+ pending)? / ([\d.]+)\)", found[-1].read_text()
+        )
         assert score and float(score.group(1)) == points[name], (name, score)
+
+
+def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tmp_path):
+    """`python -m hub feedback` runs nbgrader's generate_feedback with the instructors'
+    config (``instructor._nbgrader_config``): alice's written answer, not graded yet, shows
+    "pending", not nbgrader's "Score: 0.0 / 2.0"; bob's unanswered one is a real 0. No hub
+    runs: the same command on a copy of the small graded class."""
+    from fixtures.small_class import AUTOGRADED, WRITTEN, copy_out
+
+    from hub import instructor
+
+    s = hub_settings.Settings(root=tmp_path / "root")
+    copy_out(small_class, s.grading)
+    (s.course_root / "nbgrader_config.py").unlink()  # it names the original's folders
+    (s.profiles / "instructor").mkdir(parents=True)
+    (s.profiles / "instructor" / "nbgrader_config.py").write_text(instructor._nbgrader_config(s))
+    assert instructor._nbgrader(s, "generate_feedback", NB, "--force") == 0
+
+    def scores(student):
+        page = (s.course_root / "feedback" / student / NB / f"{NB}.html").read_text()
+        return re.findall(r"Score: ([^<)]*?) / ([\d.]+)", page)
+
+    written = f"{WRITTEN.max_points:.1f}"
+    assert ("pending", written) in scores("alice")
+    assert ("0.0", written) not in scores("alice")
+    most = AUTOGRADED + WRITTEN.max_points
+    whole = (f"{AUTOGRADED:.1f} + {WRITTEN.max_points:g} pending", f"{most:.1f}")
+    assert scores("alice")[0] == whole  # the notebook's score, heading the page
+    assert ("0.0", written) in scores("bob") and "pending" not in str(scores("bob"))
 
 
 def test_attendees_download_their_work_as_a_zip(hub):

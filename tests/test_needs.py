@@ -130,3 +130,58 @@ def test_an_unclear_answer_or_the_setting_runs_every_cell():
     unclear = "def soft_lookup(q, k, v):\n    return globals()['x']\n"
     assert _choice({"soft_lookup": unclear}) == set()
     assert _choice(settings_=settings.load({"skip_demo_cells": False}).snapshot()) == set()
+
+
+def _judged(cells: list[tuple[str, str]], failed: set[str]) -> dict[str, str]:
+    """{test id: message} after ``judge.point_to_earlier``, for a notebook of ``cells``
+    ((grade id, source as it runs)) whose tests ``failed`` (each says "wrong")."""
+    from grader.judge import point_to_earlier
+
+    tests = [{"id": g, "exercise": g.removeprefix("test_").removesuffix("_hidden")}
+             for g, _ in cells if g.startswith("test_")]  # fmt: skip
+    verdicts = {t["id"]: {"passed": t["id"] not in failed, "message": ""} for t in tests}
+    for test_id in failed:
+        verdicts[test_id]["message"] = "wrong"
+    request = {"tests": tests, "records": dict.fromkeys(verdicts, b""), "cells": cells}
+    point_to_earlier(request, verdicts)
+    return {i: v["message"] for i, v in verdicts.items() if not v["passed"]}
+
+
+def test_a_check_behind_a_failed_earlier_exercise_names_it():
+    """Grading names the earlier exercise a failed check relies on when that one failed its
+    own check in the same run: called by the answer, or through what a cell computed with
+    it; not one that passed, one the answer does not use, nor a later one."""
+    cells = [
+        ("imports", "import numpy as np"),
+        ("project", "def project(X, W):\n    return X @ W"),
+        ("test_project", "checks.check_project(project)"),
+        ("test_project_hidden", "project"),
+        ("qkv", "def qkv(X, a, b, c):\n    return project(X, a), project(X, b), project(X, c)"),
+        ("test_qkv", "checks.check_qkv(qkv)"),
+        ("test_qkv_hidden", "qkv"),
+        ("", "Q, K, V = qkv(X, W_Q, W_K, W_V)\nS = Q @ K.T"),  # a demo cell
+        ("scores", "def scores(S):\n    return S * 2"),
+        ("test_scores", "checks.check_scores(scores, S)"),  # needs `project` through S
+        ("alone", "def alone(x):\n    return x"),
+        ("test_alone", "checks.check_alone(alone)"),
+    ]
+    says = "This check uses your `project`, which fails its own check: fix `project` first. "
+    every = {"test_project", "test_project_hidden", "test_qkv", "test_qkv_hidden",
+             "test_scores", "test_alone"}  # fmt: skip
+    assert _judged(cells, every) == {
+        "test_project": "wrong",
+        "test_project_hidden": "wrong",  # its own exercise is not an earlier one
+        "test_qkv": says + "wrong",
+        "test_qkv_hidden": says + "wrong",
+        "test_scores": says + "wrong",
+        "test_alone": "wrong",  # does not use `project`
+    }
+    # `project` right (its checks pass): `qkv`'s message stands alone, `scores` names `qkv`
+    assert _judged(cells, {"test_qkv", "test_scores"}) == {
+        "test_qkv": "wrong",
+        "test_scores": says.replace("project", "qkv") + "wrong",
+    }
+    # only its hidden check fails: still wrong; a later failure is never blamed
+    assert _judged(cells, {"test_project_hidden", "test_qkv"})["test_qkv"] == says + "wrong"
+    unparsable = [*cells[:4], ("qkv", "def qkv(X" + "(" * 300_000), *cells[5:7]]
+    assert _judged(unparsable, {"test_project", "test_qkv"})["test_qkv"] == "wrong"

@@ -17,6 +17,7 @@ MAKEFILE = (REPO_ROOT / "Makefile").read_text()
 COVERED = {
     "make lab": ("tests/test_browser.py", "_lab_command(course)"),  # make lab's own command
     "make test": (".ci/run", "make test"),
+    "make test-fast": ("tests/test_markers.py", "_fast_expression()"),
     "make update": ("tests/test_workspace.py", 'lab("update")'),
     "make reset": ("tests/test_workspace.py", '"make", "-s", "reset"'),
     "make release": ("tests/test_release_sync.py", "from grader.release import release"),
@@ -28,7 +29,7 @@ COVERED = {
     "make handouts": ("tests/test_handouts.py", "from grader.handouts import"),
     # `make test` depends on `setup`, whose recipe makes the venv and pip-installs the course.
     "python3 -m venv .venv": ("Makefile", "$(PYTHON) -m venv $(VENV)"),
-    ".venv/bin/pip install -e .": ("Makefile", "$(PY) -m pip install --quiet -e"),
+    ".venv/bin/pip install -e .": ("Makefile", "$(PIP) -e ."),  # PIP := ... pip install ...
     # The attendees' launch, run in the unzipped bundle (and by `make lab`).
     ".venv/bin/python -m attnlib.lab": (
         "tests/test_bundle.py",
@@ -62,6 +63,7 @@ RECIPES = {
     "update": "$(PY) -m attnlib.lab update",
     "reset": "$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)",
     "test": "$(PY) -m pytest",
+    "test-fast": '$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle)"',
     "bench": "$(PY) -m bench",
     "hub": "$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)",
     "hub-end": "$(PY) -m hub --root $(HUB_ROOT) end",

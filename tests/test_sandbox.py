@@ -272,7 +272,7 @@ def test_no_sandbox_grades_trusted_work_and_says_so(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = tmp_path / "out"
     assert (out / "grades.csv").read_text().splitlines()[0] == (
-        "student,notebook,exercise,points,max_points,message"
+        "student,notebook,exercise,points,max_points,message,comment"
     )
     assert _rows(out)[("honest", "softmax")]["points"] == "2"
     assert "without the os sandbox" in proc.stdout.lower()

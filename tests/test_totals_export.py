@@ -11,7 +11,9 @@ import time
 
 import pytest
 from fixtures.small_class import AUTOGRADED, NB, WRITTEN, copy_out, give_points
+from nbgrader.api import Gradebook
 
+from grader import gradebook
 from grader.course import REPO_ROOT
 from grader.export import CANVAS_COLUMNS
 
@@ -67,6 +69,34 @@ def test_totals_carries_hand_entered_points_into_every_output(out):
     assert stats[WRITTEN.grade_id]["scored"] == "2"  # alice's 1.5 and bob's 0
 
 
+def test_formgrader_comments_reach_grades_and_feedback(out):
+    """Comments typed in formgrader (nbgrader's gradebook: a cell's manual_comment) are the
+    last column of grades.csv and show in the feedback after `totals`; the pending written
+    answer stays pending (never 0) in the feedback and the report."""
+    with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
+        for student, cell, text in [("alice", WRITTEN.grade_id, "Good, but say\nwhy <b>."),
+                                    ("bob", "softmax", "Start from np.exp.")]:  # fmt: skip
+            gb.find_comment(cell, NB, NB, student).manual_comment = text
+        gb.db.commit()
+    _cli("totals", out)
+    with open(out / "grades.csv", newline="") as fh:
+        header = next(csv.reader(fh))
+    assert header == ["student", "notebook", "exercise", "points", "max_points", "message",
+                      "comment"]  # fmt: skip
+    said = {(r["student"], r["exercise"]): r["comment"] for r in _csv(out / "grades.csv")}
+    assert said[("alice", WRITTEN.grade_id)] == "Good, but say why <b>."
+    assert said[("bob", "softmax")] == "Start from np.exp."
+    assert said[("alice", "softmax")] == ""
+    alice = (out / "feedback" / "alice.html").read_text()
+    assert "Comment from your instructor:</b> Good, but say why &lt;b&gt;." in alice
+    assert f"pending / {WRITTEN.max_points:g}" in alice
+    assert f"({WRITTEN.max_points:g} more pending: written answers not graded yet)" in alice
+    assert "Start from np.exp." in (out / "feedback" / "bob.html").read_text()
+    report = (out / "report" / "index.html").read_text()
+    assert "2 students: 2 notebooks submitted, 2 graded." in report
+    assert "1 of 2 pending hand grading" in report
+
+
 def test_totals_on_a_folder_that_was_never_graded(tmp_path):
     proc = _cli("totals", tmp_path, check=False)
     assert proc.returncode == 2
@@ -85,7 +115,7 @@ def test_canvas_export_has_canvas_s_import_format(out, tmp_path):
         "student,name,id,sis_user_id,sis_login_id,section\n"
         'alice,"Liddell, Alice",101,S-1,alice@uni,Sec A\ncarol,Carol,103,S-3,carol@uni,Sec B\n'
     )
-    proc = _cli("export", out, "--roster", roster)
+    _cli("export", out, "--roster", roster)
     with open(out / "canvas_grades.csv", newline="") as fh:
         header, possible, *rows = list(csv.reader(fh))
     assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", NB]
@@ -95,13 +125,35 @@ def test_canvas_export_has_canvas_s_import_format(out, tmp_path):
     assert rows == [
         ["Liddell, Alice", "101", "S-1", "alice@uni", "Sec A", f"{MAX:g}"],
         ["bob", "", "", "", "", "0"],
+        ["Carol", "103", "S-3", "carol@uni", "Sec B", "0"],
     ]
-    assert "not in the roster (ID columns blank): bob" in proc.stdout
-    assert "in the roster but not graded (left out): carol" in proc.stdout
+    late = {"late_hours": "", "late_penalty": ""}  # no due date
     assert _csv(out / "grades_long.csv") == [
-        {"student": "alice", "assignment": NB, "points": f"{MAX:g}", "max": f"{MAX:g}"},
-        {"student": "bob", "assignment": NB, "points": "0", "max": f"{MAX:g}"},
+        {"student": "alice", "assignment": NB, "points": f"{MAX:g}", "max": f"{MAX:g}", **late},
+        {"student": "bob", "assignment": NB, "points": "0", "max": f"{MAX:g}", **late},
+        {"student": "carol", "assignment": NB, "points": "0", "max": f"{MAX:g}", **late},
     ]
+
+
+def test_every_roster_student_gets_a_row_and_strangers_are_listed(out, tmp_path):
+    """carol (roster, no work) gets 0, or blank with --absent blank; bob (graded, not in the
+    roster) keeps his row and is named in one stderr line and in OUT/not_in_roster.txt."""
+    give_points(out, "alice", 2)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name,id\nalice,Alice,101\ncarol,Carol,103\n")
+    for absent, cell in (("zero", "0"), ("blank", "")):
+        proc = _cli("export", out, "--roster", roster, "--absent", absent)
+        with open(out / "canvas_grades.csv", newline="") as fh:
+            rows = {r[0]: r for r in list(csv.reader(fh))[2:]}
+        assert (rows["Carol"][1], rows["Carol"][5]) == ("103", cell)
+        assert rows["bob"][1:] == ["", "", "", "", "0"]
+        assert proc.stderr.splitlines() == [
+            f"graded but not in the roster (ID columns blank; listed in "
+            f"{out / 'not_in_roster.txt'}): bob"
+        ]
+        assert (out / "not_in_roster.txt").read_text() == "bob\n"
+        given = "0 for every notebook" if absent == "zero" else "left blank: --absent blank"
+        assert f"in the roster with no graded work ({given}): carol" in proc.stdout
 
 
 def test_export_without_roster_or_finished_grading_says_so(out):

@@ -4,20 +4,63 @@
 failed check, a call to an unwritten exercise, a misnamed answer and an error in a later cell
 that needs an unfinished exercise (directly, or through what earlier cells computed from it)
 each show as one red line, hint first; any other error keeps its ordinary traceback. A cell
-that stops this way shows no half-drawn figure.
+that stops this way shows no half-drawn figure. The line is wrapped at ``WIDTH`` columns, so
+that `nbgrader validate` in a terminal (which cuts lines at ``Validator.width`` - 3, indent
+included) shows it whole; a warning the learner's function gave meanwhile is folded into it.
 """
 
 import ast
 import difflib
 import re
 import sys
+import textwrap
 
 FAILED: dict = {}  # exercise -> the learner's function whose visible check last failed
+WARNED: dict = {}  # (function, warning text) -> the first such warning of this cell's calls
 _CHECK_FAILED = AssertionError  # the checks' own exception class, set by ``install``
+# The red message's width: `nbgrader validate` indents it by 4 and cuts lines at
+# Validator.width - 3 (80 in nbgrader_config.py, tests/test_validate.py checks they fit).
+WIDTH = 72
 
 
 def red(text):
-    return [f"\x1b[1;31m✗ {text}\x1b[0m"]
+    """The message as a learner sees it: red, after a ✗, wrapped at ``WIDTH`` columns (a
+    word longer than that stays whole)."""
+    lines = []
+    for paragraph in f"✗ {text}".split("\n"):
+        lines += textwrap.wrap(
+            paragraph,
+            WIDTH,
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [""]
+    return ["\n".join(f"\x1b[1;31m{line}\x1b[0m" for line in lines)]
+
+
+def _where(caught) -> str:
+    """The learner's line a warning points at, briefly (`` (at `e = np.exp(x)`)``)."""
+    import linecache
+
+    line = linecache.getline(caught.filename, caught.lineno).strip() if caught.filename else ""
+    return f" (at `{line[:60]}{'…' if len(line) > 60 else ''}`)" if line else ""
+
+
+def warned() -> str:
+    """The warnings the learner's functions gave during this cell's checks, as a sentence to
+    add to a failed check's message (they are often the cause: overflow in exp)."""
+    if not WARNED:
+        return ""
+    shown = [f"{text}{_where(caught)}" for (_, text), caught in list(WARNED.items())[:2]]
+    names = ", ".join(dict.fromkeys(f"`{name}`" for name, _ in WARNED))
+    return f" Python warned while {names} ran: {'; '.join(shown)}."
+
+
+def note_warnings(name, caught) -> None:
+    """Keep what ``name`` warned (``warnings.catch_warnings(record=True)``'s list), once
+    each."""
+    for w in caught:
+        WARNED.setdefault((name, f"{w.category.__name__}: {w.message}"), w)
 
 
 def from_cell(code) -> bool:
@@ -67,7 +110,7 @@ def _unfinished(namespace) -> dict[str, str]:
 def _statements(source: str) -> list:
     try:
         return ast.parse(source).body
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # nested past the parser
         return []
 
 
@@ -93,7 +136,7 @@ def _names(statement) -> tuple[set, set, set]:
     return read, bound, changed - {None}
 
 
-def _needed(cells: list[str], unfinished, line=None) -> list[str]:
+def needed(cells: list[str], unfinished, line=None) -> list[str]:
     """The unfinished exercises that the last of ``cells`` (in the order they ran), up to its
     ``line``, relies on: directly, or through names that earlier statements computed from
     them. A statement after one that needs an exercise may never have run (the cell stopped
@@ -162,14 +205,22 @@ def _similar(name, namespace) -> str:
     return f" A cell defines `{close[0]}`: did you mean `{name}`?" if close else ""
 
 
-def _after_unfinished(checked, namespace, unfinished) -> str:
-    """When the checked exercise calls another that is unfinished, the sentence that says so
-    first; else nothing."""
-    for name in checked:
-        code = getattr(namespace.get(name), "__code__", None)
-        for other in code.co_names if code is not None else ():
-            if other != name and other in unfinished:
-                return f"`{name}` uses `{other}`, which {unfinished[other]}: fix `{other}` first. "
+def uses_unfinished(other: str, unwritten: bool = False) -> str:
+    """The sentence before a failed check's message when the check relies on ``other``, an
+    earlier exercise that is unfinished (the grader's judge says it too)."""
+    if unwritten:
+        return f"This check uses your `{other}`, which isn't written yet: finish `{other}` first. "
+    return f"This check uses your `{other}`, which fails its own check: fix `{other}` first. "
+
+
+def _after_unfinished(checked, cells, unfinished, message) -> str:
+    """When the checked exercise relies on another that is unfinished (it calls it, or uses
+    what a cell computed with it), the sentence that says so first; else nothing (also when
+    the message already says it)."""
+    others = {n: why for n, why in unfinished.items() if n not in checked}
+    for other in needed(cells, others) if checked and others else ():
+        if f"`{other}` first" not in message:
+            return uses_unfinished(other, others[other] == "isn't written yet")
     return ""
 
 
@@ -183,7 +234,9 @@ def _explain(shell, etype, value, tb) -> str | None:
             FAILED[name] = namespace.get(name)
         unwritten = [n for n in checked if unfinished.get(n) == "isn't written yet"]
         near_miss = "".join(_similar(n, namespace) for n in unwritten)
-        return _after_unfinished(checked, namespace, unfinished) + str(value) + near_miss
+        cells = shell.history_manager.input_hist_parsed
+        before = _after_unfinished(checked, cells, unfinished, str(value))
+        return before + str(value) + near_miss + warned()
     if issubclass(etype, NotImplementedError) and (name := stub_name(tb)):
         return (
             f"This cell uses `{name}`, which isn't written yet: finish its exercise above "
@@ -199,7 +252,7 @@ def _explain(shell, etype, value, tb) -> str | None:
     unfinished = _unfinished(namespace)
     cell = _cell_frame(tb)
     cells = shell.history_manager.input_hist_parsed
-    if unfinished and (names := _needed(cells, unfinished, cell and cell.tb_lineno)):
+    if unfinished and (names := needed(cells, unfinished, cell and cell.tb_lineno)):
         return _needs_message(names, unfinished, value)
     return None
 
@@ -239,3 +292,8 @@ def install(check_failed) -> None:
     shell = get_ipython()
     if shell is not None:
         shell.set_custom_exc((Exception,), _one_line)
+        shell.events.register("pre_run_cell", _forget_warnings)
+
+
+def _forget_warnings(*_info) -> None:
+    WARNED.clear()

@@ -7,6 +7,7 @@ import inspect
 import numbers
 import pkgutil
 import re
+import warnings
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def _shapes(args) -> str:
 def crash_message(name, err, args=(), hint=None) -> str:
     """The learner's ``name`` raised ``err``: the likely mistake first, the error after."""
     if other := _uses_failed(name, err):
-        hint = f"it calls `{other}`, which hasn't passed its check: fix `{other}` first"
+        hint = f"it calls your `{other}`, which fails its own check: fix `{other}` first"
     elif missing := _undefined_name(err):
         hint = (
             f"it uses `{missing}`, which is not defined: run the cell that defines it "
@@ -110,14 +111,19 @@ def call(fn, *args, name=None, hint=None, **kwargs):
     """Call the learner's ``fn``; turn a stub, a crash, a change to its input arrays (the
     caller's data would change) or a result less precise than its inputs into a clear
     CheckFailed. ``hint`` says what a crash on these inputs likely means (otherwise the
-    exercise's registered ``crash_hints`` do)."""
+    exercise's registered ``crash_hints`` do). Warnings it gives are kept for the check's
+    message (``_cells.warned``): after its ✗, or after its ✓ as a note."""
     name = name or getattr(fn, "__name__", "your function")
     if not callable(fn):
         raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
     given = [*args, *kwargs.values()]
     before = {i: a.copy() for i, a in enumerate(given) if isinstance(a, np.ndarray)}
     try:
-        result = fn(*args, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                _cells.note_warnings(name, caught)
     except NotImplementedError as err:
         stub = _cells.stub_name(err.__traceback__)
         if stub and stub != name:
@@ -245,3 +251,6 @@ def passed(name, n_hidden=True):
     _cells.FAILED.pop(name, None)
     tail = " Hidden checks run when your notebook is graded." if n_hidden else ""
     print(f"✓ `{name}`: all visible checks passed.{tail}")
+    if warned := _cells.warned():  # worth a look, yet no failure: not on stderr, which fails
+        print(f"  Note:{warned}")  # the cell in nbgrader's Validate
+        _cells.WARNED.clear()

@@ -13,6 +13,7 @@ from attnlib.checks._core import (
     CheckFailed,
     as_array,
     call,
+    crash_hints,
     expect_close,
     expect_finite,
     expect_shape,
@@ -20,6 +21,23 @@ from attnlib.checks._core import (
 )
 
 # ----------------------------------------------------------------------------- split_heads
+
+
+# The checks call split_heads and merge_heads without batch axes first: code written for a
+# fixed number of axes crashes there (or on the batch), with NumPy's words only.
+def _any_leading_axes(shape: str, unpack: str) -> dict[str, str]:
+    hint = (
+        f"it may get no batch axes or several, {shape}: unpack from the end "
+        f"(`{unpack}`) and swap axes -2 and -3, never fixed axes"
+    )
+    return {"values to unpack": hint, "axes don't match": hint, "cannot reshape": hint}
+
+
+crash_hints("split_heads", _any_leading_axes("[..., T, d_model]", "*lead, T, d_model = X.shape"))
+crash_hints(
+    "merge_heads",
+    _any_leading_axes("[..., n_heads, T, d_head]", "*lead, n_heads, T, d_head = H.shape"),
+)
 
 # X = arange(18).reshape(3, 6): T = 3 positions, d_model = 6, two heads of d_head = 3.
 _X = np.arange(18.0).reshape(3, 6)
@@ -207,6 +225,13 @@ def check_multi_head_attention(multi_head_attention):
             "The weights put 1/3 on every key, the future included: the mask is ignored. Add "
             "`mask` to every head's scores before the softmax."
         )
+    _check_mask_before_softmax(weights)
+    if np.allclose(weights.sum(axis=-2), 1) and not np.allclose(weights.sum(axis=-1), 1):
+        raise CheckFailed(
+            "Each head's columns sum to 1, not its rows: the softmax runs over the queries "
+            "(axis=1 is the queries once the heads come first). Normalise over the keys, "
+            "axis=-1."
+        )
     expect_close(
         weights,
         np.stack([_UNIFORM_CAUSAL] * 2),
@@ -231,6 +256,23 @@ def check_multi_head_attention(multi_head_attention):
     )
     _check_batches(multi_head_attention, name)
     passed(name)
+
+
+def _check_mask_before_softmax(weights):
+    """The weights of the first case (every score 0, causal mask, T = 3): a mask used after
+    the softmax leaves -inf in them, or zeroes blocked weights without renormalising."""
+    if np.any(np.isneginf(weights)):
+        raise CheckFailed(
+            "The weights hold -inf where the mask blocks: the mask is added after the "
+            "softmax. Add it to the scores before the softmax, so the blocked weights come "
+            "out exactly 0."
+        )
+    if np.allclose(weights, np.tril(np.full((3, 3), 1 / 3))):
+        raise CheckFailed(
+            "Row 0 puts 1/3 on key 0 and 0 elsewhere, so it sums to 1/3: the blocked weights "
+            "are zeroed after the softmax. Add the mask to the scores before the softmax, "
+            "which then spreads each row over the keys it may see."
+        )
 
 
 # Two positions, d_model = 8, two heads of d_head = 4. Every query is [1, 0, 0, 0] in its
@@ -385,6 +427,12 @@ def _check_pairs_and_frequencies(rope, name):
     turned = float(np.arctan2(out[0, 3], out[0, 2]))  # pair 1's angle, mod 2π
     expected = [-1.0, 0.0, 0.0, 1.0]  # pair 0 turned by 5π, pair 1 by 0.5π
     if not np.allclose(out[0], expected, atol=1e-6):
+        if np.isclose(turned, np.angle(np.exp(1j * 5 * np.pi * 10000**-0.5))):
+            raise CheckFailed(
+                "`rope` ignores `base`: called with base = 100 it turned pair 1 at "
+                "10000 ** (-2/4) = 0.01 rad per position, the default's rate. Use the "
+                "argument: θᵢ = base ** (-2i/d), here 100 ** (-2/4) = 0.1."
+            )
         if np.isclose(turned, np.angle(np.exp(1j * 5 * np.pi * 100**-0.25))):
             detail = "base ** (-i/d) with i the pair index"
         elif np.isclose(turned, np.angle(np.exp(1j * 5 * np.pi * 10.0))):

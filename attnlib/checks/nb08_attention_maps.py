@@ -9,7 +9,8 @@ import numpy as np
 
 from attnlib.checks._core import CheckFailed, as_array, as_number, call, expect_shape, passed
 
-# A 4x4 causal pattern with distinct entries. Row t is where query t looks.
+# A 4x4 causal pattern with distinct entries. Row t is where query t looks. A message that
+# names no mistake shows it, so the learner can try their function on it.
 A4 = np.array(
     [
         [1.0, 0.0, 0.0, 0.0],
@@ -18,6 +19,18 @@ A4 = np.array(
         [0.1, 0.2, 0.3, 0.4],
     ]
 )
+_A4_SHOWN = (
+    "the 4×4 pattern A = np.array([[1, 0, 0, 0], [.5, .5, 0, 0], [.2, .3, .5, 0], "
+    "[.1, .2, .3, .4]]) (rows are queries): try your function on it"
+)
+
+
+def _by_t(entries):
+    """The message for a mean over t = 1 … 3 of A4 divided by T = 4."""
+    return (
+        "that divides by T = 4, but t = 1 … T−1 are T−1 = 3 queries: divide by T−1 (or take "
+        f"the mean of {entries})."
+    )
 
 
 def _score(fn, name, *args):
@@ -25,7 +38,7 @@ def _score(fn, name, *args):
     return as_number(call(fn, *args, name=name), name, hint=" Did you forget to take the mean?")
 
 
-def _expect(got, want, name, known, pattern="the hand-worked 4×4 pattern A4"):
+def _expect(got, want, name, known, pattern=_A4_SHOWN):
     """Compare with the hand-worked value; name the mistake when ``got`` is a known wrong one."""
     if np.isclose(got, want, atol=1e-9):
         return
@@ -60,6 +73,7 @@ def check_self_score(self_score):
             (1.4, "that is the sum; the score is the mean over t ≥ 1."),
             (0.9 / 2, "that starts at t = 2; start at t = 1."),
             (1.1 / 3, "that is the previous-token stripe A[t, t−1], not the diagonal A[t, t]."),
+            (1.4 / 4, _by_t("those entries")),
         ],
     )
     if not np.isclose(_score(self_score, name, np.eye(6)), 1.0):
@@ -94,9 +108,10 @@ def check_previous_token_score(previous_token_score):
             (0.6 / 2, "that starts at t = 2; t = 1 has a previous token too (t−1 = 0)."),
             (1.1, "that is the sum; the score is the mean over t ≥ 1."),
             (
-                1.1 / 4,
-                "that includes t = 0, where t−1 = −1 wraps round to the last column: "
-                "start at t = 1.",
+                1.1 / 4,  # A[0, −1] is 0 on a causal pattern: both mistakes give this
+                "that divides by T = 4, one too many: either t = 0 is included (its t−1 = −1 "
+                "wraps round to the last column) or the sum over t = 1 … T−1 is divided by T. "
+                "Average over the T−1 = 3 queries t ≥ 1.",
             ),
         ],
     )
@@ -124,6 +139,12 @@ def check_sink_score(sink_score):
             (0.25, "that is the mean of row 0; the sink is column 0, A[t, 0]."),
             (0.8, "that is the sum; the score is the mean over t ≥ 1."),
             (1.0 / 3, "that reads column 1; the first token is column 0."),
+            (
+                0.4 / 3,
+                "that reads the last column, A[t, −1], the newest key; the sink is the first "
+                "token, column 0: A[t, 0].",
+            ),
+            (0.8 / 4, _by_t("A[1:, 0]")),
         ],
     )
     all_on_first = np.zeros((5, 5))
@@ -136,8 +157,9 @@ def check_sink_score(sink_score):
 def _repeat_pattern():
     """[BOS] + r + r with L = 4 (T = 9), so every offset below is a different column.
     Second-copy queries t = 5 … 8 put w_t on the induction target t−3 (= t−L+1), 0.1 on the
-    earlier copy of their own token t−4, 0.05 on t−2 and 0.02 on t−1 (the previous token);
-    the rest goes to BOS. Query 4 (the end of the first copy) puts 0.3 on key 1."""
+    earlier copy of their own token t−4, 0.05 on t−2, 0.02 on t−1 (the previous token) and
+    0.03 on t−5 (the token before the earlier copy); the rest goes to BOS. Query 4 (the end
+    of the first copy) puts 0.3 on key 1."""
     A = np.zeros((9, 9))
     A[0, 0] = 1.0
     A[1, :2] = [0.5, 0.5]
@@ -149,6 +171,7 @@ def _repeat_pattern():
         A[t, t - 4] += 0.1
         A[t, t - 2] += 0.05
         A[t, t - 1] += 0.02
+        A[t, t - 5] += 0.03
         A[t, 0] += 1.0 - A[t].sum()
     return A
 
@@ -170,6 +193,11 @@ def check_induction_score(induction_score):
             ),
             (0.05, "that is A[t, t−L+2], one column too far right; use t−L+1."),
             (
+                0.42 / 4,  # A[5, 0] (BOS) is 0.33; A[t, t−5] is 0.03 for t = 6 … 8
+                "that is A[t, t−L−1], the token before the earlier copy of the current one; an "
+                "induction head looks at the token after it, t−L+1.",
+            ),
+            (
                 0.02,
                 "that is A[t, t−1], the previous token; an induction head looks at the token "
                 "after the earlier copy of the current one: t−L+1.",
@@ -181,10 +209,16 @@ def check_induction_score(induction_score):
             ),
             (1.8 / 3, "that stops at t = 2L−1; the second copy runs up to t = 2L inclusive."),
             (2.1 / 3, "that starts at t = L+2; the second copy starts at t = L+1."),
+            (
+                2.1 / 4,
+                "that reads rows L … 2L−1, one too early: position 0 is [BOS], so the second "
+                "copy is t = L+1 … 2L.",
+            ),
             (0.0, "that reads above the diagonal (row and column swapped?): query t is the row."),
             (2.6, "that is the sum; the score is the mean over the second copy."),
         ],
-        pattern="a hand-worked [BOS] + r + r pattern with L = 4",
+        pattern="a [BOS] + r + r pattern with L = 4 (T = 9) whose second-copy queries "
+        "t = 5 … 8 put 0.5, 0.6, 0.7, 0.8 on t−L+1",
     )
     for L in (2, 5):  # a perfect induction head scores 1.0 whatever the period
         T = 2 * L + 1

@@ -102,6 +102,18 @@ def _split_cases(rng):
             says=("ValueError", "both numbers"),
             caught_by="visible",  # raising is judged by the visible check only
         ),
+        Mistake(
+            "assumes-a-batch-axis",
+            """
+            def split_heads(X, n_heads):
+                B, T, d_model = X.shape
+                if d_model % n_heads:
+                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+                return X.reshape(B, T, n_heads, d_model // n_heads).transpose(0, 2, 1, 3)
+            """,
+            says=("no batch axes or several", "*lead, T, d_model = X.shape"),
+            caught_by="visible",  # it raises: the hidden check reports the error itself
+        ),
     ],
     alternatives=[
         Alternative(
@@ -181,6 +193,16 @@ def _merge_cases(rng):
             says=("last axis",),
             message="`merge_heads` stacks the heads along T; put them side by side along the "
             "last axis: [..., T, n_heads*d_head].",
+        ),
+        Mistake(
+            "assumes-a-batch-axis",
+            """
+            def merge_heads(H):
+                B, n_heads, T, d_head = H.shape
+                return H.transpose(0, 2, 1, 3).reshape(B, T, n_heads * d_head)
+            """,
+            says=("no batch axes or several", "*lead, n_heads, T, d_head = H.shape"),
+            caught_by="visible",  # it raises: the hidden check reports the error itself
         ),
     ],
     alternatives=[
@@ -337,6 +359,57 @@ def _mha_cases(rng):
             says=("across all heads",),
             message="`multi_head_attention` takes one softmax across all heads; each head's "
             "rows must sum to 1 on their own (softmax over the last axis).",
+        ),
+        Mistake(
+            "softmax-over-queries",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                if mask is not None:
+                    S = S + mask
+                E = np.exp(S - S.max(axis=1, keepdims=True))  # axis=1, as for one [T, T] head
+                A = E / E.sum(axis=1, keepdims=True)
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("columns sum to 1", "axis=-1"),
+            message="`multi_head_attention` takes the softmax over the wrong axis: each "
+            "head's columns sum to 1, not its rows. Normalise over the keys, axis=-1 (axis=1 "
+            "is the queries once the heads come first).",
+        ),
+        Mistake(
+            "mask-added-after-softmax",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                if mask is not None:
+                    A = A + mask
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("after the softmax", "before the softmax"),
+            message="`multi_head_attention` adds the mask after the softmax, so the weights "
+            "hold -inf where it blocks: add it to the scores before the softmax (the blocked "
+            "weights then come out exactly 0).",
+        ),
+        Mistake(
+            "mask-zeroes-after-softmax",
+            """
+            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+                E = np.exp(S - S.max(axis=-1, keepdims=True))
+                A = E / E.sum(axis=-1, keepdims=True)
+                if mask is not None:
+                    A = A * (mask == 0)  # blocked weights set to 0 after the softmax
+                return merge_heads(A @ V) @ W_O.T, A
+            """,
+            says=("after the softmax", "before the softmax"),
+            message="`multi_head_attention` zeroes the blocked weights after the softmax, so "
+            "the rows no longer sum to 1: add the mask to the scores before the softmax, "
+            "which then spreads each row over the keys it may see.",
         ),
         Mistake(
             "mask-ignored",
@@ -518,6 +591,23 @@ def _rope_cases(rng):
             says=("direction",),
             message="`rope` rotates in the wrong direction: out₂ᵢ = x₂ᵢ cos − x₂ᵢ₊₁ sin, "
             "out₂ᵢ₊₁ = x₂ᵢ sin + x₂ᵢ₊₁ cos.",
+        ),
+        Mistake(
+            "ignores-base",
+            """
+            def rope(X, positions, base=10000.0):
+                d = X.shape[-1]
+                angle = np.asarray(positions, dtype=float)[:, None] * 10000.0 ** (
+                    -np.arange(0, d, 2) / d)
+                cos, sin = np.cos(angle), np.sin(angle)
+                out = np.empty(X.shape)
+                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
+                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
+                return out
+            """,
+            says=("ignores `base`",),
+            message="`rope` ignores `base`: it turns the pairs at 10000 ** (-2i/d) whatever "
+            "base it is given. Use the argument: θᵢ = base ** (-2i/d).",
         ),
         Mistake(
             "exponent-i-over-d",

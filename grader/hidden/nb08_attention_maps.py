@@ -38,6 +38,14 @@ def _score_mistake(name, label, body, says, message=None, args="A"):
 
 
 _ONE_NUMBER = ("one number",)
+_BY_T = ("divides by T", "T−1")
+# On a causal pattern A[0, −1] is 0, so including t = 0 of the previous-token stripe (t − 1
+# wraps round) and dividing the stripe's sum by T give the same number: one message for both.
+_PREVIOUS_BY_T = (
+    "`previous_token_score` divides by T, one too many: either t = 0 is included (its "
+    "t−1 = −1 wraps round to the last column) or the sum over t = 1 … T−1 is divided by T. "
+    "Average over the T−1 queries t ≥ 1."
+)
 
 
 @exercise(
@@ -72,6 +80,14 @@ _ONE_NUMBER = ("one number",)
             "float(np.mean(np.diag(A, -1)))",
             ("previous-token stripe",),
             "`self_score` reads the previous-token stripe A[t, t−1], not the diagonal A[t, t].",
+        ),
+        _score_mistake(
+            "self_score",
+            "divides-by-T",
+            "float(A[t, t].sum() / len(A))",
+            _BY_T,
+            "`self_score` divides by T, but t = 1 … T−1 are T−1 queries: divide by T−1 (or "
+            "take the mean of those entries).",
         ),
         _score_mistake("self_score", "array", "np.diag(A)[1:]", _ONE_NUMBER),
     ],
@@ -136,8 +152,14 @@ def self_score(A):
             "wraps-round",
             "float(A[np.arange(len(A)), np.arange(len(A)) - 1].mean())",
             ("wraps round",),
-            "`previous_token_score` includes t = 0, where t−1 = −1 wraps round to the last "
-            "column: start at t = 1.",
+            _PREVIOUS_BY_T,
+        ),
+        _score_mistake(
+            "previous_token_score",
+            "divides-by-T",
+            "float(A[t, t - 1].sum() / len(A))",
+            _BY_T,
+            _PREVIOUS_BY_T,
         ),
         _score_mistake(
             "previous_token_score",
@@ -209,6 +231,22 @@ def previous_token_score(A):
             ("column 1",),
             "`sink_score` reads column 1; the first token is column 0.",
         ),
+        _score_mistake(
+            "sink_score",
+            "last-column",
+            "float(A[1:, -1].mean())",
+            ("last column", "column 0"),
+            "`sink_score` reads the last column, A[t, −1], the newest key; the sink is the "
+            "first token, column 0: A[t, 0].",
+        ),
+        _score_mistake(
+            "sink_score",
+            "divides-by-T",
+            "float(A[1:, 0].sum() / len(A))",
+            _BY_T,
+            "`sink_score` divides by T, but t = 1 … T−1 are T−1 queries: divide by T−1 (or "
+            "take the mean of A[1:, 0]).",
+        ),
     ],
     alternatives=[
         Alternative(
@@ -265,6 +303,14 @@ def _induction_mistake(label, rows, cols, says, message=None, reduce="mean"):
             "induction head attends to the token after it, t−L+1.",
         ),
         _induction_mistake(
+            "before-the-earlier-copy",
+            "t",
+            "t - L - 1",
+            ("t−L−1", "t−L+1"),
+            "`induction_score` reads A[t, t−L−1], the token before the earlier copy of the "
+            "current one; an induction head looks at the token after it, t−L+1.",
+        ),
+        _induction_mistake(
             "one-too-far-right",
             "t",
             "t - L + 2",
@@ -286,6 +332,14 @@ def _induction_mistake(label, rows, cols, says, message=None, reduce="mean"):
             ("includes t = L",),
             "`induction_score` includes t = L, the last query of the first copy; the second "
             "copy is t = L+1 … 2L.",
+        ),
+        _induction_mistake(
+            "second-copy-from-L",
+            "np.arange(L, 2 * L)",
+            "np.arange(L, 2 * L) - L + 1",
+            ("L … 2L−1", "[BOS]"),
+            "`induction_score` reads rows L … 2L−1, one too early: position 0 is [BOS], so the "
+            "second copy is t = L+1 … 2L.",
         ),
         _induction_mistake(
             "stops-early",

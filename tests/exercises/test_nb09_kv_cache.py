@@ -164,6 +164,13 @@ def test_the_summary_names_the_takeover_position_a_cell_prints():
     assert "t_takeover" in summary_cell and "position printed below" in prose
 
 
+def test_the_decode_hint_scales_the_scores_it_writes():
+    """Issue 24: the hint wrote the scores without / √d_k."""
+    (hint,) = [s for s in _cells("markdown").values() if "Exercise 9.1" in s]
+    scores = re.findall(r"`K_cache @ q_t[^`]*`", hint)
+    assert scores and all(s.endswith("/ np.sqrt(d_k)`") for s in scores), scores
+
+
 def test_the_prose_ranks_no_generation_lengths_the_noise_can_reorder():
     """Issue 24: "at T = 64 the cache gains least" was false in 3 of 11 runs."""
     prose = "\n".join(_cells("markdown").values())

@@ -1,0 +1,223 @@
+"""Visible checks for notebook 10 (the patterns on real text; sliding windows, shared keys
+and values).
+
+No reference solution: hand-worked examples (with Q = 0 every weight in a window is equal,
+so the output is a rolling mean of the values; scores chosen so the weights are simple
+fractions), and properties of the learner's own function (a window of 1 returns V, a window
+as long as the sequence is plain causal attention, later positions never change earlier
+outputs).
+"""
+
+import numpy as np
+
+from attnlib.checks._core import (
+    CheckFailed,
+    call,
+    crash_hints,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    passed,
+)
+
+_LN3 = np.log(3.0)
+
+
+def _rolling_means(V, window):
+    """Row t: the mean of V[max(0, t − window + 1) … t]."""
+    return np.array([V[max(0, t - window + 1) : t + 1].mean(0) for t in range(len(V))])
+
+
+def _known(out, wrongs, name, what):
+    """Raise the message of the first hand-worked wrong answer ``out`` matches."""
+    for wrong, message in wrongs:
+        if np.shape(out) == np.shape(wrong) and np.allclose(out, wrong, atol=1e-8):
+            raise CheckFailed(f"`{name}` {what}: {message}")
+
+
+# ---------------------------------------------------------------- sliding_window_attention
+crash_hints(
+    "sliding_window_attention",
+    {
+        "could not be broadcast": "Q and K are [T, d_k], V is [T, d_v]: the scores are "
+        "Q @ K.T, [T, T], and the output is weights @ V, [T, d_v].",
+    },
+)
+
+
+def _window(fn, Q, K, V, window):
+    name = "sliding_window_attention"
+    out = call(fn, Q, K, V, window, name=name)
+    T, d_v = V.shape
+    return expect_shape(
+        out,
+        (T, d_v),
+        name,
+        hint="Return the attention output, one value-sized row per query: weights @ V."
+        if np.shape(out) == (T, T)
+        else "",
+    )
+
+
+def check_sliding_window_attention(sliding_window_attention):
+    name = "sliding_window_attention"
+    fn = sliding_window_attention
+    rng = np.random.default_rng(10)
+    T, d_k, d_v = 7, 4, 3  # all different, so a swapped axis shows in the shape
+    Q, K, V = rng.normal(size=(T, d_k)), rng.normal(size=(T, d_k)), rng.normal(size=(T, d_v))
+
+    out = _window(fn, Q, K, V, 3)
+    expect_finite(out, name)
+    later = Q.copy(), K.copy(), V.copy()
+    for a in later:
+        a[4:] = rng.normal(size=a[4:].shape)
+    if not np.allclose(_window(fn, *later, 3)[:4], out[:4]):
+        raise CheckFailed(
+            f"`{name}`: changing positions 4… changed the outputs of positions 0–3. "
+            "Query t may only see keys j ≤ t (add the causal mask)."
+        )
+
+    # Q = 0: every score is 0, so query t averages the values its window holds.
+    flat = _window(fn, np.zeros_like(Q), K, V, 3)
+    _known(
+        flat,
+        [
+            (
+                _rolling_means(V, 4),
+                "query t sees window + 1 keys (4 with window = 3): keep the keys with "
+                "t − j < window (t itself and the window − 1 before it).",
+            ),
+            (
+                np.vstack([V[:1], _rolling_means(V, 3)[:-1]]),
+                "query t misses itself: its window is t − window + 1 … t, t included.",
+            ),
+            (
+                np.array([V[max(0, t - 2) : t + 3].mean(0) for t in range(T)]),
+                "the window reaches into the future: keep only keys j ≤ t.",
+            ),
+            (
+                _rolling_means(V, 3)
+                * (np.minimum(np.arange(T), 2) + 1)[:, None]
+                / (np.arange(T) + 1)[:, None],
+                "the weights outside the window are set to 0 after the softmax, so a row no "
+                "longer sums to 1: mask the scores with -np.inf before the softmax.",
+            ),
+        ],
+        name,
+        "with Q = 0 (every score 0)",
+    )
+    expect_close(
+        flat,
+        _rolling_means(V, 3),
+        name,
+        hint="With Q = 0 every score is 0, so query t's output is the plain mean of the "
+        "values in its window, v_{t−2} … v_t for window = 3.",
+    )
+    expect_close(
+        _window(fn, Q, K, V, 1),
+        V,
+        name,
+        hint="With window = 1 each query sees only its own key, so its output is its own "
+        "value: the window counts the query's own position.",
+    )
+    expect_close(
+        _window(fn, Q, K, V, T),
+        _window(fn, Q, K, V, 10 * T),
+        name,
+        hint="A window at least as long as the sequence is plain causal attention: a larger "
+        "window cannot change it.",
+    )
+
+    # Worked by hand: d_k = 4; key 1 scores 2 ln 3 more than key 0 for query 1, ln 3 once
+    # divided by √d_k = 2: weights [1/4, 3/4].
+    Q2, K2 = np.zeros((2, 4)), np.zeros((2, 4))
+    Q2[1, 0], K2[1, 0] = 2 * _LN3, 1.0
+    V2 = np.array([[0.0, 4.0], [4.0, 0.0]])
+    row = _window(fn, Q2, K2, V2, 2)[1]
+    _known(
+        row,
+        [
+            (np.array([4 * 0.9, 4 * 0.1]), "the scores are not scaled: divide by np.sqrt(d_k)."),
+            (np.array([2.0, 2.0]), "query 1 weighs its two keys equally: are the scores used?"),
+        ],
+        name,
+        "on a hand-worked example (d_k = 4)",
+    )
+    expect_close(
+        row,
+        np.array([3.0, 1.0]),
+        name,
+        hint="Scores divided by √d_k = 2 are [0, ln 3], so the weights are [1/4, 3/4].",
+    )
+    big = _window(fn, 30.0 * Q, 30.0 * K, V, 3)
+    expect_finite(
+        big, name, hint="Large scores overflow np.exp: subtract the largest score of the row."
+    )
+    passed(name)
+
+
+# ---------------------------------------------------------------- mean_pool_kv_heads
+crash_hints(
+    "mean_pool_kv_heads",
+    {
+        "cannot reshape": "W holds n_heads blocks of d_head = W.shape[0] // n_heads rows: "
+        "reshape to [n_kv_heads, group, d_head, d_model] with group = n_heads // n_kv_heads.",
+    },
+)
+
+
+def _heads(values, d_head, d_model):
+    """W whose head h's block of ``d_head`` rows is filled with ``values[h]``."""
+    return np.repeat(np.asarray(values, dtype=float), d_head)[:, None] * np.ones((1, d_model))
+
+
+def check_mean_pool_kv_heads(mean_pool_kv_heads):
+    name = "mean_pool_kv_heads"
+    fn = mean_pool_kv_heads
+    d_head, d_model = 3, 5
+    W = _heads([1.0, 3.0, 10.0, 30.0], d_head, d_model)  # 4 heads, [12, 5]
+    pooled = call(fn, W, 4, 2, name=name)
+    pooled = expect_shape(
+        pooled,
+        (2 * d_head, d_model),
+        name,
+        hint="Return n_kv_heads heads of d_head rows each: [n_kv_heads·d_head, d_model]."
+        if np.shape(pooled) != W.shape
+        else "That is n_heads heads: average each group into one KV head.",
+    )
+    _known(
+        pooled,
+        [
+            (
+                _heads([5.5, 16.5], d_head, d_model),
+                "heads are grouped round robin (0 with 2, 1 with 3): KV head g pools the "
+                "neighbouring query heads g·group … (g+1)·group − 1, as np.repeat hands them "
+                "out in notebook 09.",
+            ),
+            (_heads([4.0, 40.0], d_head, d_model), "sums the heads of a group: take their mean."),
+        ],
+        name,
+        "with heads filled with 1, 3, 10, 30 (n_heads = 4, n_kv_heads = 2)",
+    )
+    expect_close(
+        pooled,
+        _heads([2.0, 20.0], d_head, d_model),
+        name,
+        hint="KV head 0 is the mean of heads 0 and 1 (1 and 3 → 2), KV head 1 of heads 2 "
+        "and 3 (10 and 30 → 20). Heads are blocks of d_head consecutive rows.",
+    )
+    rng = np.random.default_rng(10)
+    W = rng.normal(size=(4 * d_head, d_model))
+    expect_close(
+        call(fn, W, 4, 4, name=name),
+        W,
+        name,
+        hint="With n_kv_heads = n_heads every group holds one head: W comes back unchanged.",
+    )
+    expect_close(
+        call(fn, W, 4, 1, name=name),
+        W.reshape(4, d_head, d_model).mean(0),
+        name,
+        hint="With n_kv_heads = 1 (multi-query) the one KV head is the mean of all heads.",
+    )
+    passed(name)

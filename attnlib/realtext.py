@@ -1,0 +1,354 @@
+"""A tiny transformer trained on real text: the docstrings of Python's standard library.
+
+Every machine with Python has the corpus offline, under the PSF licence. It is collected
+deterministically: the standard library's ``.py`` files in sorted order (tests, IDLE's,
+lib2to3's and turtledemo's left out), each file's module, class and function docstrings
+(``ast.get_docstring``, cleaned), ASCII only, joined by blank lines. One Python version
+gives one corpus; the card states the version and the corpus's sha256, and ``data/`` ships
+a held-out sample, so the evaluation and notebook 10 read the same text on any Python.
+
+Tokens are characters: 0 is BOS, 1…95 the printable ASCII characters and newline.
+
+``load_real_text()`` returns the trained model; ``python -m attnlib.realtext --retrain``
+(part of ``make data``) retrains it and rewrites its weights, sample and card.
+"""
+
+import argparse
+import ast
+import copy
+import hashlib
+import json
+import math
+import os
+import platform
+import sysconfig
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnlib.model import TinyTransformer, rope_angles, rotate
+from attnlib.paths import data_dir, data_file
+from attnlib.train import TRAIN_THREADS, per_token_loss, torch_threads, train
+
+BOS = 0
+CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # 95 characters
+N_TOKENS = len(CHARS) + 1  # with BOS
+SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "turtledemo", "site-packages", "__pycache__"}
+HELD_OUT_EVERY = 20  # every 20th file (in sorted order) is held out of training
+SAMPLE_CHARS = 32_000  # the held-out sample shipped in data/
+
+RECIPE = dict(
+    seed=0,
+    model=dict(vocab=N_TOKENS, d_model=64, n_layers=2, n_heads=4, causal=True, rope=True, mlp=True),
+    data=dict(batch=32, T=128),
+    optim=dict(steps=1000, lr=3e-3, weight_decay=0.1, warmup=100),
+    eval=dict(batch=64, T=128),
+)
+WEIGHTS, SAMPLE, CARD = "real_text.pt", "real_text_heldout.txt", "model_card_real_text"
+
+
+def encode(text):
+    """Characters → token ids ``[len(text)]`` (long); refuses characters outside CHARS."""
+    index = {c: i + 1 for i, c in enumerate(CHARS)}
+    unknown = set(text) - index.keys()
+    if unknown:
+        raise ValueError(f"characters outside printable ASCII: {sorted(unknown)[:5]}")
+    return torch.tensor([index[c] for c in text], dtype=torch.long)
+
+
+def decode(tokens):
+    """Token ids → text; BOS shows as nothing."""
+    return "".join(CHARS[int(t) - 1] for t in tokens if int(t) != BOS)
+
+
+def _source_files():
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = [p for p in root.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(root).parts[:-1])]
+    return root, sorted(files, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _docstrings(path):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # old escape sequences in some files
+            tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError):
+        return []
+    nodes = [tree] + [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    found = (ast.get_docstring(n) for n in nodes)
+    return [d for d in found if d and d.isascii() and set(d) <= set(CHARS)]
+
+
+def collect_corpus():
+    """``(train_text, held_out_text)``: the docstrings of this Python's standard library."""
+    root, files = _source_files()
+    parts = ([], [])
+    for i, path in enumerate(files):
+        parts[i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1].extend(_docstrings(path))
+    return "\n\n".join(parts[0]), "\n\n".join(parts[1])
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def windows(ids, batch, T, gen):
+    """``[batch, T]``: BOS, then T − 1 characters from random offsets of ``ids``."""
+    starts = torch.randint(0, len(ids) - T + 1, (batch,), generator=gen)
+    chunks = torch.stack([ids[s : s + T - 1] for s in starts.tolist()])
+    return torch.cat([torch.full((batch, 1), BOS), chunks], 1)
+
+
+def held_out_sample():
+    """The held-out text shipped in ``data/`` (identical on every Python)."""
+    return data_file(SAMPLE).read_text()
+
+
+def _stretches(ids, batch, T):
+    """``[batch, T]``: BOS + consecutive, non-overlapping stretches of ``ids``."""
+    if batch * (T - 1) > len(ids):
+        raise ValueError(f"the text holds {len(ids)} characters, fewer than {batch}x{T - 1}")
+    chunks = ids[: batch * (T - 1)].reshape(batch, T - 1)
+    return torch.cat([torch.full((batch, 1), BOS), chunks], 1)
+
+
+def eval_tokens(batch=RECIPE["eval"]["batch"], T=RECIPE["eval"]["T"]):
+    """``[batch, T]``: BOS + consecutive, non-overlapping stretches of the held-out sample."""
+    return _stretches(encode(held_out_sample()), batch, T)
+
+
+def repeat_text(batch, period):
+    """``[BOS] + r + r`` with ``r`` ``period`` consecutive held-out characters:
+    ``[batch, 2·period + 1]``, as :func:`attnlib.shipped.eval_tokens` lays out random tokens."""
+    r = _stretches(encode(held_out_sample()), batch, period + 1)[:, 1:]
+    return torch.cat([torch.full((batch, 1), BOS), r, r], 1)
+
+
+def baselines(text):
+    """Losses (nats per character) of two models without context, on ``text``: a uniform
+    guess over the characters, and each character's frequency in ``text`` itself."""
+    counts = np.array(list(Counter(text).values()), dtype=float)
+    p = counts / counts.sum()
+    return dict(uniform=math.log(len(CHARS)), unigram=float(-(p * np.log(p)).sum()))
+
+
+@torch.no_grad()
+def held_out_loss(model, tokens=None):
+    """Mean next-character loss (nats) on the held-out evaluation batch."""
+    tokens = eval_tokens() if tokens is None else tokens
+    return per_token_loss(model(tokens), tokens).mean().item()
+
+
+def build_model(seed=RECIPE["seed"]):
+    torch.manual_seed(seed)
+    return TinyTransformer(**RECIPE["model"])
+
+
+def load_real_text():
+    """The trained real-text model from ``data/`` (eval mode)."""
+    model = build_model()
+    path = data_file(WEIGHTS)
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def load_card():
+    """The real-text model's card as a dict."""
+    return json.loads(data_file(CARD + ".json").read_text())
+
+
+@torch.no_grad()
+def generate(model, prompt, n, temperature=0.0, seed=0):
+    """``prompt`` continued by ``n`` characters: greedy (``temperature=0``) or sampled from
+    softmax(logits / temperature). The model sees at most its training length."""
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.cat([torch.tensor([BOS]), encode(prompt)])
+    T = RECIPE["data"]["T"]
+    with torch_threads(TRAIN_THREADS):  # many tiny steps: a second thread only waits
+        for _ in range(n):
+            logits = model(ids[-T:][None])[0, -1]
+            logits[BOS] = -math.inf  # BOS only ever starts a sequence
+            if temperature == 0:
+                nxt = logits.argmax()
+            else:
+                probs = torch.softmax(logits / temperature, -1)
+                nxt = torch.multinomial(probs, 1, generator=gen)[0]
+            ids = torch.cat([ids, nxt.view(1)])
+    return decode(ids[1:])
+
+
+@torch.no_grad()
+def run_with_attention(model, tokens, attend):
+    """Logits ``[T, vocab]`` of one sequence ``tokens [T]``, every head's attention computed
+    by ``attend(Q, K, V) -> [T, d_head]`` on float64 NumPy arrays ``[T, d_head]`` (queries
+    and keys already rotated by RoPE). The rest is the model's own pieces, in float32."""
+    tokens = torch.as_tensor(tokens)
+    T = len(tokens)
+    x = model.embed(tokens)  # [T, d_model]
+    for block in model.blocks:
+        attn = block.attn
+        h = block.ln1(x)
+        Q, K, V = (
+            W(h).view(T, attn.n_heads, attn.d_head).transpose(0, 1)
+            for W in (attn.W_Q, attn.W_K, attn.W_V)
+        )  # [n_heads, T, d_head]
+        if attn.rope:
+            cos, sin = rope_angles(torch.arange(T), attn.d_head)
+            Q, K = rotate(Q, cos, sin), rotate(K, cos, sin)
+        heads = [
+            torch.as_tensor(attend(*(a[i].double().numpy() for a in (Q, K, V))))
+            for i in range(attn.n_heads)
+        ]
+        out = torch.cat(heads, -1).float()  # [T, n_heads * d_head]
+        x = x + (attn.W_O(out) if attn.W_O is not None else out)
+        if block.mlp is not None:
+            x = x + block.mlp(x)
+    return model.unembed(model.ln_f(x))
+
+
+@torch.no_grad()
+def with_shared_kv(model, pool, n_kv_heads):
+    """A copy of ``model`` whose key and value heads are shared in groups, as grouped-query
+    attention shares them: ``pool(W, n_heads, n_kv_heads)`` turns each layer's ``W_K`` and
+    ``W_V`` ``[n_heads·d_head, d_model]`` into ``[n_kv_heads·d_head, d_model]``, and KV head
+    g serves query heads g·group … (g+1)·group − 1 (stored repeated, so the model runs as is)."""
+    shared = copy.deepcopy(model)
+    for block in shared.blocks:
+        attn = block.attn
+        group = attn.n_heads // n_kv_heads
+        for linear in (attn.W_K, attn.W_V):
+            W = linear.weight.double().numpy()
+            pooled = np.asarray(pool(W, attn.n_heads, n_kv_heads))
+            blocks = pooled.reshape(n_kv_heads, attn.d_head, -1)
+            linear.weight.copy_(torch.from_numpy(np.repeat(blocks, group, 0).reshape(W.shape)))
+    return shared
+
+
+def train_real_text(progress=True, steps=None):
+    """Train the recipe from scratch on this Python's corpus: ``(model, history, corpus)``."""
+    train_text, held_out = collect_corpus()
+    ids = encode(train_text)
+    d, o, e = RECIPE["data"], RECIPE["optim"], RECIPE["eval"]
+    evaluation = _stretches(encode(held_out[:SAMPLE_CHARS]), e["batch"], e["T"])
+    model = build_model()
+    history = train(
+        model,
+        lambda gen: windows(ids, d["batch"], d["T"], gen),
+        steps or o["steps"],
+        lr=o["lr"],
+        weight_decay=o["weight_decay"],
+        warmup=o["warmup"],
+        seed=RECIPE["seed"],
+        progress=progress,
+        callback=lambda step, m: {"held-out loss": held_out_loss(m, evaluation)},
+        every=100,
+    )
+    return model, history, (train_text, held_out)
+
+
+def retrain():
+    """Retrain, then write the weights, the held-out sample and the card in ``data/``."""
+    load_before = os.getloadavg()[0]
+    model, history, (train_text, held_out) = train_real_text()
+    load = max(load_before, os.getloadavg()[0])
+    out = data_dir()
+    torch.save(model.state_dict(), out / WEIGHTS)
+    (out / SAMPLE).write_text(held_out[:SAMPLE_CHARS])
+    sample = held_out_sample()
+    card = dict(
+        recipe=RECIPE,
+        corpus=dict(
+            source="docstrings of the Python standard library (module, class, function)",
+            licence="PSF License Agreement (Python Software Foundation License)",
+            python=platform.python_version(),
+            train_chars=len(train_text),
+            held_out_chars=len(held_out),
+            train_sha256=sha256(train_text),
+            held_out_sample=SAMPLE,
+            held_out_sample_sha256=sha256(sample),
+        ),
+        tokenizer=f"characters: BOS + newline + printable ASCII ({N_TOKENS} ids)",
+        torch=torch.__version__,
+        machine=platform.machine(),
+        threads=history["threads"],
+        n_params=sum(p.numel() for p in model.parameters()),
+        train_seconds=round(history["seconds"], 2),
+        load_average=round(load, 2),
+        final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
+        held_out_loss=round(held_out_loss(load_real_text()), 4),
+        baselines={k: round(v, 4) for k, v in baselines(sample).items()},
+        log=dict(step=history["eval_step"], held_out_loss=history["held-out loss"]),
+    )
+    (out / f"{CARD}.json").write_text(json.dumps(card, indent=1) + "\n")
+    (out / f"{CARD}.md").write_text(_markdown(card))
+    return card
+
+
+def _markdown(card):
+    r, c = card["recipe"], card["corpus"]
+    m, d, o = r["model"], r["data"], r["optim"]
+    return "\n".join(
+        [
+            "# Model card: tiny transformer on real text (Python docstrings)",
+            "",
+            "Generated by `python -m attnlib.realtext --retrain` (`make data`); do not edit.",
+            "",
+            "## Corpus",
+            f"- {c['source']}, Python {c['python']}: `.py` files of the standard library in "
+            f"sorted order, without {', '.join(sorted(SKIP_DIRS))}; `ast.get_docstring`, ASCII "
+            "docstrings only, joined by blank lines.",
+            f"- Licence: {c['licence']}.",
+            f"- Training text {c['train_chars']} characters (sha256 `{c['train_sha256']}`); "
+            f"held out: every {HELD_OUT_EVERY}th file, {c['held_out_chars']} characters, of "
+            f"which the first {SAMPLE_CHARS} ship as `data/{c['held_out_sample']}` "
+            f"(sha256 `{c['held_out_sample_sha256']}`). Another Python version gives another "
+            "corpus; the evaluation reads the shipped sample.",
+            f"- Tokenizer: {card['tokenizer']}.",
+            "",
+            "## Recipe",
+            f"- Model: {m['n_layers']} layers, d_model {m['d_model']}, {m['n_heads']} heads, "
+            f"RoPE, MLP (4 × d_model, GELU), pre-LayerNorm; {card['n_params']} parameters.",
+            f"- Data: [BOS] + {d['T'] - 1} consecutive characters from a random offset of the "
+            f"training text; batch {d['batch']}.",
+            f"- Optimiser: AdamW lr {o['lr']}, weight decay {o['weight_decay']}, betas "
+            f"(0.9, 0.98), {o['warmup']}-step linear warm-up, {o['steps']} steps.",
+            f"- Seed {r['seed']}; torch {card['torch']}; trained in {card['train_seconds']:.1f} s "
+            f"({card['threads']} torch thread, {card['machine']}, load average "
+            f"{card['load_average']:.1f} during training).",
+            "",
+            "## Evaluation (held-out sample: "
+            f"{r['eval']['batch']} stretches of BOS + {r['eval']['T'] - 1} characters)",
+            f"- Held-out loss {card['held_out_loss']:.3f} nats per character; final training "
+            f"loss {card['final_train_loss']:.3f} (mean of the last 50 steps).",
+            f"- Baselines: uniform over {len(CHARS)} characters "
+            f"{card['baselines']['uniform']:.3f}; "
+            f"character frequencies (no context) {card['baselines']['unigram']:.3f}.",
+            "",
+        ]
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--retrain", action="store_true", help="retrain and rewrite data/")
+    args = parser.parse_args(argv)
+    if not args.retrain:
+        parser.error("nothing to do: pass --retrain to regenerate data/")
+    start = time.perf_counter()
+    card = retrain()
+    print(
+        f"real_text: wrote {data_dir()} ({time.perf_counter() - start:.1f} s): held-out loss "
+        f"{card['held_out_loss']:.3f} (uniform {card['baselines']['uniform']:.3f})"
+    )
+
+
+if __name__ == "__main__":
+    main()

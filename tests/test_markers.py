@@ -1,0 +1,49 @@
+"""`make test-fast` leaves out what is slow (the graded batch, grading, the hub, the browser,
+the bundle's venv) by the markers tests/conftest.py sets, and keeps the quick tests."""
+
+import re
+import subprocess
+import sys
+import tomllib
+
+from grader.course import REPO_ROOT
+
+MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+
+
+def _fast_expression() -> str:
+    recipe = re.search(r"^test-fast:.*\n\t\$\(PY\) -m pytest -m \"([^\"]+)\"$", MAKEFILE, re.M)
+    assert recipe, "`make test-fast` runs no `pytest -m`"
+    return recipe.group(1)
+
+
+def test_make_test_fast_leaves_out_every_registered_marker():
+    markers = PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]
+    registered = {line.split(":")[0] for line in markers}
+    assert set(re.findall(r"\w+", _fast_expression())) - {"not", "or", "and"} == registered
+    assert re.search(r"^test: .*\n\t\$\(PY\) -m pytest$", MAKEFILE, re.M), "make test runs all"
+
+
+def test_the_fast_subset_keeps_quick_tests_and_leaves_out_slow_ones():
+    """Collected with the recipe's expression: no hub test, no test of the graded batch, every
+    test of test_pins.py and the tests of test_intake.py that grade nothing."""
+    files = ["tests/test_hub.py", "tests/test_pins.py", "tests/test_intake.py"]
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "-m", _fast_expression(), *files],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    ).stdout  # fmt: skip
+    ids = [line for line in collected.splitlines() if "::" in line]
+    assert not [i for i in ids if i.startswith("tests/test_hub.py")]
+    assert len([i for i in ids if i.startswith("tests/test_pins.py")]) >= 10
+    intake = [i for i in ids if i.startswith("tests/test_intake.py")]
+    assert intake and not [i for i in intake if "graded" in _fixtures_of(i)], intake
+
+
+def _fixtures_of(test_id: str) -> str:
+    """The signature line of the test ``test_id`` names (its fixtures)."""
+    path, name = test_id.split("::")
+    name = name.split("[")[0]
+    text = (REPO_ROOT / path).read_text()
+    return re.search(rf"^def {name}\((.*)\):", text, re.M).group(1)

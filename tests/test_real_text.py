@@ -1,0 +1,109 @@
+"""The real-text model (attnlib.realtext): its shipped weights, sample and card, and the
+helpers notebook 10 runs it through. No training here: `make data` retrains it."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnlib import realtext
+from attnlib.train import per_token_loss
+
+
+@pytest.fixture(scope="module")
+def model():
+    return realtext.load_real_text()
+
+
+@pytest.fixture(scope="module")
+def card():
+    return realtext.load_card()
+
+
+def test_loads_with_the_recipes_shape(model, card):
+    tokens = realtext.eval_tokens(batch=2, T=20)
+    assert tokens.shape == (2, 20) and (tokens[:, 0] == realtext.BOS).all()
+    with torch.no_grad():
+        assert model(tokens).shape == (2, 20, realtext.N_TOKENS)
+    assert sum(p.numel() for p in model.parameters()) == card["n_params"]
+
+
+def test_held_out_loss_beats_both_baselines_printed_in_the_card(model, card):
+    loss = realtext.held_out_loss(model)
+    assert loss == pytest.approx(card["held_out_loss"], abs=1e-3)
+    base = realtext.baselines(realtext.held_out_sample())
+    assert base == pytest.approx(card["baselines"], abs=1e-4)
+    assert loss < base["unigram"] - 1.0 < base["uniform"] - 1.0
+    for number in (f"{loss:.3f}", f"{base['uniform']:.3f}", f"{base['unigram']:.3f}"):
+        assert number in (realtext.data_file(realtext.CARD + ".md")).read_text()
+
+
+def test_the_shipped_sample_is_the_one_the_card_names(card):
+    sample = realtext.held_out_sample()
+    assert realtext.sha256(sample) == card["corpus"]["held_out_sample_sha256"]
+    assert len(sample) == realtext.SAMPLE_CHARS
+    assert realtext.data_file(realtext.WEIGHTS).stat().st_size < 2 * 2**20
+
+
+def test_encode_decode_round_trip_and_refuse_other_characters():
+    text = "Return the value.\n  >>> f(x) ~ 1"
+    assert realtext.decode(realtext.encode(text)) == text
+    with pytest.raises(ValueError, match="printable ASCII"):
+        realtext.encode("naïve")
+
+
+def test_repeat_text_repeats_held_out_characters():
+    tokens = realtext.repeat_text(3, 10)
+    assert tokens.shape == (3, 21)
+    assert torch.equal(tokens[:, 1:11], tokens[:, 11:])
+    assert realtext.decode(tokens[0, 1:11]) == realtext.held_out_sample()[:10]
+
+
+def _causal(Q, K, V):
+    S = Q @ K.T / np.sqrt(Q.shape[1]) + np.triu(np.full((len(Q), len(Q)), -np.inf), 1)
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True) @ V
+
+
+def test_run_with_attention_reproduces_the_model_and_the_attention_matters(model):
+    seq = realtext.eval_tokens(batch=1, T=40)[0]
+    with torch.no_grad():
+        own = model(seq)
+    assert (realtext.run_with_attention(model, seq, _causal) - own).abs().max() < 1e-4
+    only_self = realtext.run_with_attention(model, seq, lambda Q, K, V: V)
+    assert (only_self - own).abs().max() > 0.1
+
+
+def test_shared_kv_with_every_head_its_own_is_the_model_and_pooling_changes_it(model):
+    tokens = realtext.eval_tokens(batch=2, T=30)
+
+    def pool(W, n_heads, n_kv_heads):
+        return (
+            W.reshape(n_kv_heads, n_heads // n_kv_heads, -1, W.shape[1])
+            .mean(1)
+            .reshape(-1, W.shape[1])
+        )
+
+    with torch.no_grad():
+        own = model(tokens)
+        same = realtext.with_shared_kv(model, pool, 4)(tokens)
+        one = realtext.with_shared_kv(model, pool, 1)
+    assert (same - own).abs().max() < 1e-5
+    W_K = one.blocks[0].attn.W_K.weight
+    assert torch.equal(W_K[:16], W_K[48:])  # one KV head, repeated for every query head
+    assert not torch.equal(model.blocks[0].attn.W_K.weight, W_K)  # the original is untouched
+
+
+def test_generation_keeps_the_prompt_and_is_repeatable(model):
+    greedy = realtext.generate(model, "Return ", 12)
+    assert greedy.startswith("Return ") and len(greedy) == 19
+    assert realtext.generate(model, "Return ", 12) == greedy
+    sampled = [realtext.generate(model, "Return ", 12, temperature=1.0, seed=s) for s in (0, 0, 1)]
+    assert sampled[0] == sampled[1] != sampled[2]
+
+
+def test_windows_start_with_bos_and_copy_the_text():
+    ids = realtext.encode("abcdefghij" * 5)
+    batch = realtext.windows(ids, 4, 6, torch.Generator().manual_seed(0))
+    assert batch.shape == (4, 6) and (batch[:, 0] == realtext.BOS).all()
+    loss = per_token_loss(torch.zeros(4, 6, realtext.N_TOKENS), batch)
+    assert loss.shape == (4, 5)

@@ -1,0 +1,115 @@
+"""Every grader setting is reachable from the command line through traitlets' own parsing
+(``--GraderSettings.<name>=``), the old short options keep their names and meaning, and a
+bad value is one line (grader.settings, grader.cli)."""
+
+import subprocess
+import sys
+
+import pytest
+from traitlets import Dict, Enum, Integer
+
+from grader import settings
+from grader.cli import UserError
+from grader.course import REPO_ROOT
+from grader.settings import GraderSettings
+
+
+def _from_command_line(argv: list[str]) -> GraderSettings:
+    ours, rest = settings.split_argv(argv)
+    assert rest == [], rest
+    return settings.load(argv=ours)
+
+
+def _other_value(name: str, value):
+    """A valid value of setting ``name`` that differs from ``value``."""
+    trait = GraderSettings.class_traits()[name]
+    if isinstance(trait, Enum):
+        return next(v for v in trait.values if v != value)
+    if isinstance(trait, Dict):
+        return {"01_soft_lookup": "2026-12-10 17:00"}
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, str):
+        return value + "-elsewhere"
+    if value is None:
+        return 7
+    return value + (1 if isinstance(trait, Integer) else 0.5)
+
+
+@pytest.mark.parametrize("name", sorted(GraderSettings.class_trait_names(config=True)))
+def test_each_setting_round_trips_from_the_command_line(name):
+    course = settings.load().snapshot()
+    wanted = _other_value(name, course[name])
+    option = f"--GraderSettings.{name}"
+    if isinstance(wanted, dict):  # traitlets' form: one key=value per item
+        argv = [a for k, v in wanted.items() for a in (option, f"{k}={v}")]
+    else:
+        argv = [f"{option}={wanted}"]
+    given = _from_command_line(argv).snapshot()
+    assert given[name] == wanted and type(given[name]) is type(wanted)
+    assert {k: v for k, v in given.items() if k != name} == {
+        k: v for k, v in course.items() if k != name
+    }
+
+
+SHORT = [
+    (["--jobs", "3"], {"workers": 3}),
+    (["--cell-timeout", "7"], {"cell_timeout": 7}),
+    (["--notebook-timeout=90"], {"notebook_timeout": 90}),
+    (["--memory-mb", "1024"], {"memory_mb": 1024}),
+    (["--judge-seconds", "2.5"], {"judge_seconds": 2.5}),
+    (["--judge-memory-mb", "40"], {"judge_memory_mb": 40}),
+    (["--seed", "12345"], {"seed": 12345}),
+    (["--no-sandbox"], {"sandbox": False}),
+    (["--full-run"], {"skip_demo_cells": False}),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), SHORT, ids=[a[0] for a, _ in SHORT])
+def test_the_short_options_keep_their_meaning(argv, expected):
+    snapshot = _from_command_line(argv).snapshot()
+    assert {name: snapshot[name] for name in expected} == expected
+
+
+def test_settings_options_are_picked_out_of_the_command_in_any_order():
+    argv = ["subs", "--cell-timeout", "7", "--students", "ada", "bo", "--no-sandbox",
+            "--out", "o", "--GraderSettings.unpack_depth", "2", "--quiet"]  # fmt: skip
+    ours, rest = settings.split_argv(argv)
+    assert ours == ["--cell-timeout", "7", "--no-sandbox", "--GraderSettings.unpack_depth", "2"]
+    assert rest == ["subs", "--students", "ada", "bo", "--out", "o", "--quiet"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--cell-timeout", "0"], "--cell-timeout: The value of the 'cell_timeout' trait"),
+        (["--jobs", "-1"], "should not be less than 0"),
+        (["--judge-seconds", "0"], "judge_seconds must be positive, not 0.0"),
+        (["--GraderSettings.stream_grace=-1"], "stream_grace must be positive"),
+        (["--seed", "abc"], "expected an int, not the str 'abc'"),
+        (["--GraderSettings.cell_timout=3"], "unknown setting --GraderSettings.cell_timout"),
+        (["--GraderSettings.unpack_depth"], "expected one argument"),
+    ],
+)
+def test_a_bad_value_is_a_user_error(argv, says):
+    with pytest.raises(UserError) as err:
+        _from_command_line(argv)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bad_value_stops_the_command_in_one_line(tmp_path):
+    """Through the real entry point: exit 2, one line on stderr, nothing graded or written."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", "autograde", str(tmp_path / "subs"),
+         "--out", str(tmp_path / "out"), "--GraderSettings.memory_mb=0"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("error: --memory-mb: ") and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_help_lists_every_short_option():
+    text = settings.options_help()
+    for option in [*settings.ALIASES, *settings.FLAGS]:
+        assert f"  --{option} " in text
