@@ -207,3 +207,23 @@ def test_the_trained_model_maps_are_readable_and_fit_the_output_cap(monkeypatch)
         assert min(t.get_fontsize() * fig.dpi / 72 for t in ticks if t.get_visible()) >= 10
     assert len(figures) == 2 and all(fig.dpi >= 80 for fig in figures)
     plt.close("all")
+
+
+def test_the_model_and_data_the_prose_names_are_printed_from_the_model_and_its_recipe():
+    """Every number in prose comes from a cell: the shape and the data of section 6's models."""
+    from attnlib.shipped import RECIPE, load_shipped
+
+    cells = _notebook_cells()
+    shape, data = load_shipped("induction").config, RECIPE["data"]
+    prose = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    assert (
+        f"{shape['n_layers']} layers of {shape['n_heads']} heads, d_model {shape['d_model']}"
+        in (prose)
+    )
+    assert (
+        f"blocks of {data['min_len']}–{data['max_len']} random tokens out of {data['vocab']}"
+        in (prose)
+    )
+    code = [c.source for c in cells if c.cell_type == "code" and "load_shipped(" in c.source]
+    assert "shape['n_layers']} layers of {shape['n_heads']} heads" in code[0]
+    assert "blocks of {data['min_len']}–{data['max_len']} tokens" in code[0]
