@@ -49,10 +49,10 @@ reset: setup
 test: test-setup browser sandbox hub-setup
 	$(PY) -m pytest
 
-# A few minutes, for a change: no graded batch, no grading, hub, browser or bundle venv
-# (markers set in tests/conftest.py).
+# A few minutes, for a change: no graded batch, no grading, hub, browser or bundle venv, and
+# no test that builds a release or starts a kernel (markers set in tests/conftest.py).
 test-fast: test-setup
-	$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle)"
+	$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle or slow)"
 
 release: grader-setup
 	$(PY) -m grader release

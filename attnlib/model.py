@@ -40,6 +40,12 @@ def causal_mask(T, device=None):
     return torch.full((T, T), float("-inf"), device=device).triu(1)
 
 
+def window_mask(T, window, device=None):
+    """Additive [T, T] mask: −∞ where key j is ``window`` or more positions before query i
+    (query i sees i − window + 1 … i, with the causal mask)."""
+    return torch.full((T, T), float("-inf"), device=device).tril(-window)
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head self-attention, one layer, without the residual connection.
 
@@ -47,9 +53,24 @@ class CausalSelfAttention(nn.Module):
     ``None`` when ``out_proj=False``, which needs n_heads·d_head == d_model). After each
     call, ``self.weights`` holds the attention pattern, detached:
     ``[B, n_heads, T, T]`` (or ``[n_heads, T, T]`` for an unbatched ``[T, d_model]`` input).
+
+    ``n_kv_heads`` < n_heads shares keys and values (grouped-query attention; 1 is
+    multi-query): ``W_K`` and ``W_V`` then map to n_kv_heads·d_head, and KV head g serves
+    query heads g·group … (g+1)·group − 1. ``window`` lets query t see only the keys
+    t − window + 1 … t (sliding-window attention), in training and inference alike.
     """
 
-    def __init__(self, d_model, n_heads=1, d_head=None, causal=True, rope=False, out_proj=True):
+    def __init__(
+        self,
+        d_model,
+        n_heads=1,
+        d_head=None,
+        causal=True,
+        rope=False,
+        out_proj=True,
+        n_kv_heads=None,
+        window=None,
+    ):
         super().__init__()
         d_head = d_head or d_model // n_heads
         if rope and d_head % 2:
@@ -58,11 +79,15 @@ class CausalSelfAttention(nn.Module):
             )
         if not out_proj and n_heads * d_head != d_model:
             raise ValueError("Without an output projection, n_heads * d_head must equal d_model.")
+        n_kv_heads = n_kv_heads or n_heads
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_heads ({n_heads}) must be a multiple of n_kv_heads ({n_kv_heads})")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_head
+        self.n_kv_heads, self.window = n_kv_heads, window
         self.causal, self.rope = causal, rope
         self.W_Q = nn.Linear(d_model, n_heads * d_head, bias=False)
-        self.W_K = nn.Linear(d_model, n_heads * d_head, bias=False)
-        self.W_V = nn.Linear(d_model, n_heads * d_head, bias=False)
+        self.W_K = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
+        self.W_V = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
         self.W_O = nn.Linear(n_heads * d_head, d_model, bias=False) if out_proj else None
         self.weights = None
 
@@ -75,10 +100,14 @@ class CausalSelfAttention(nn.Module):
             x = x[None]
         B, T, _ = x.shape
 
-        def heads(W):  # [B, T, n_heads*d_head] -> [B, n_heads, T, d_head]
-            return W(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+        def heads(W, n):  # [B, T, n*d_head] -> [B, n, T, d_head]
+            return W(x).view(B, T, n, self.d_head).transpose(1, 2)
 
-        Q, K, V = heads(self.W_Q), heads(self.W_K), heads(self.W_V)
+        Q = heads(self.W_Q, self.n_heads)
+        K, V = heads(self.W_K, self.n_kv_heads), heads(self.W_V, self.n_kv_heads)
+        if self.n_kv_heads < self.n_heads:  # each KV head serves its group of query heads
+            group = self.n_heads // self.n_kv_heads
+            K, V = K.repeat_interleave(group, 1), V.repeat_interleave(group, 1)
         if self.rope:
             pos = torch.arange(T, device=x.device) if positions is None else positions
             cos, sin = rope_angles(pos, self.d_head)
@@ -89,6 +118,8 @@ class CausalSelfAttention(nn.Module):
         M = torch.zeros(T, T, device=x.device)
         if self.causal:
             M = M + causal_mask(T, x.device)
+        if self.window is not None:
+            M = M + window_mask(T, self.window, x.device)
         if mask is not None:
             M = M + torch.as_tensor(mask, dtype=S.dtype, device=x.device)
         A = torch.softmax(S.add_(M), dim=-1)  # [B, h, T, T], rows sum to 1
@@ -103,10 +134,12 @@ class CausalSelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm residual block: x + attn(LN(x)), then x + mlp(LN(x)) if any."""
 
-    def __init__(self, d_model, n_heads, causal, rope, mlp):
+    def __init__(self, d_model, n_heads, causal, rope, mlp, n_kv_heads=None, window=None):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads, causal=causal, rope=rope)
+        self.attn = CausalSelfAttention(
+            d_model, n_heads, causal=causal, rope=rope, n_kv_heads=n_kv_heads, window=window
+        )
         self.mlp = None
         if mlp:
             self.mlp = nn.Sequential(
@@ -130,7 +163,10 @@ class TinyTransformer(nn.Module):
     come from a learned embedding of ``max_len`` rows instead, unless
     ``learned_positions=False`` too: then the model has no positional information at all
     (only the causal mask tells positions apart). ``causal=False`` drops the causal mask
-    (each position then sees the whole sequence, the future included).
+    (each position then sees the whole sequence, the future included). ``n_kv_heads`` and
+    ``window`` make every layer's attention grouped-query or sliding-window (see
+    :class:`CausalSelfAttention`); by default each head has its own keys and values and
+    sees the whole causal context.
     """
 
     def __init__(
@@ -144,6 +180,8 @@ class TinyTransformer(nn.Module):
         mlp=False,
         max_len=256,
         learned_positions=None,
+        n_kv_heads=None,
+        window=None,
     ):
         super().__init__()
         if learned_positions is None:
@@ -161,10 +199,12 @@ class TinyTransformer(nn.Module):
             max_len=max_len,
             learned_positions=learned_positions,
         )
+        if n_kv_heads is not None or window is not None:  # the shipped models' configs as before
+            self.config.update(n_kv_heads=n_kv_heads, window=window)
         self.embed = nn.Embedding(vocab, d_model)
         self.pos_embed = nn.Embedding(max_len, d_model) if learned_positions else None
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, causal, rope, mlp) for _ in range(n_layers)
+            Block(d_model, n_heads, causal, rope, mlp, n_kv_heads, window) for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
         self.unembed = nn.Linear(d_model, vocab, bias=False)

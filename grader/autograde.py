@@ -36,10 +36,11 @@ import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from pathlib import Path
 from time import monotonic
 
-from grader import course, sandbox
+from grader import course, messages, sandbox
 from grader.cli import UserError
 
 TAKES_SETTINGS = True  # grader.cli parses the settings' options (grader.settings.ALIASES)
@@ -217,8 +218,7 @@ def _run_pool(todo, jobs: int, on_result, progress) -> None:
                     job,
                     missing_result(
                         job,
-                        "Not graded: the grader crashed on this "
-                        "notebook; your instructor will look at it.",
+                        messages.CRASHED,
                         flags=["grader worker crashed 3 times"],
                     ),
                 )
@@ -256,29 +256,24 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def run(args) -> int:
-    from tqdm import tqdm
+def _connect(args, settings) -> tuple:
+    """(how to run the jobs, where): the local pool, or the Dask cluster of --scheduler,
+    connected before anything is written (an unreachable scheduler is one line)."""
+    if not args.scheduler:
+        return _run_pool, f"with {settings.jobs} workers"
+    try:
+        from grader import cluster
+    except ImportError as err:  # dask is in the instructor's extra, not the learner's set
+        raise UserError(
+            f"--scheduler needs Dask ({err.name} is missing): pip install -e '.[grader]'"
+        ) from None
+    return cluster.connect(args.scheduler), f"on the cluster {args.scheduler}"
 
-    from grader import deadlines, gradebook, intake, seeds, totals, trusted
-    from grader.job import grade, job_key, likely_cost
 
-    start = monotonic()
-    settings = _settings(args)
-    subs, out = _check_paths(args)
-    if args.notebooks:
-        _choose(args, [])  # unknown names fail before anything is written
-    every_student, ignored = intake.student_entries(subs)
-    entries = _choose_students(args, every_student)
-    run_jobs, workers = _run_pool, f"with {settings.jobs} workers"
-    if args.scheduler:  # connect before writing anything: an unreachable scheduler is one line
-        try:
-            from grader import cluster
-        except ImportError as err:  # dask is in the instructor's extra, not the learner's set
-            raise UserError(
-                f"--scheduler needs Dask ({err.name} is missing): pip install -e '.[grader]'"
-            ) from None
+def _collect(args, entries, out: Path, settings) -> tuple[list, list[str]]:
+    """(students, assignments to grade); a run that cannot start leaves no OUT behind."""
+    from grader import intake
 
-        run_jobs, workers = cluster.connect(args.scheduler), f"on the cluster {args.scheduler}"
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -289,74 +284,133 @@ def run(args) -> int:
         if args.students and not args.notebooks:  # their record covers the class's notebooks
             assignments = _with_graded(out, assignments)
     except UserError:
-        if created:  # a run that cannot start leaves no OUT behind
+        if created:
             shutil.rmtree(out)
         raise
+    return students, assignments
+
+
+def _reusable(jobs, results_dir: Path, fresh: bool) -> tuple[dict, list]:
+    """({(student, notebook): result} an earlier run made with the same key, jobs to run)."""
+    from grader.job import job_key
+
+    results, todo = {}, []
+    for job in jobs:
+        previous = None if fresh else _load_json(results_dir / job.student / f"{job.notebook}.json")
+        if previous and previous.get("key") == job_key(job):
+            results[(job.student, job.notebook)] = previous
+        else:
+            todo.append(job)
+    return results, todo
+
+
+def _writer(out: Path, results: dict):
+    """on_result(job, result): the only writer of OUT while the workers run."""
+    from grader import gradebook
+
+    def on_result(job, result):
+        notebook = result.pop("autograded", None)
+        if notebook is not None:
+            path = out / "nbgrader" / "autograded" / job.student / job.notebook
+            _write_text(path / f"{job.notebook}.ipynb", notebook)
+        results[(job.student, job.notebook)] = result
+        _write_text(
+            out / "work" / "results" / job.student / f"{job.notebook}.json",
+            json.dumps(result, indent=1, sort_keys=True),
+        )
+        gradebook.save(out, result)  # while the workers grade on, not after them
+
+    return on_result
+
+
+@contextmanager
+def _workers_scratch():
+    """TMPDIR of the workers started inside (their private folders): removed, and this
+    process's TMPDIR restored, after."""
+    scratch = sandbox.private_folder("attn-grade-")  # a killed run's is removed by the next
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = scratch
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = before
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _grade(todo, run_jobs, settings, on_result, progress) -> bool:
+    """Grade ``todo``, longest first; False if `kill` or Ctrl-C stopped it (finished work
+    stays written)."""
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    from grader.job import likely_cost
+
+    previous_term = signal.signal(signal.SIGTERM, stop)
+    todo.sort(key=likely_cost, reverse=True)  # stable: class order among equals
+    try:
+        with _workers_scratch():
+            run_jobs(todo, settings.jobs, on_result, progress)
+    except KeyboardInterrupt:
+        return False
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        progress.close()
+    return True
+
+
+def _summary(out: Path, results: dict, graded: str, sandboxed: bool) -> None:
+    """What the run did (``graded``: how many, how long, where), wrote and flagged."""
+    ordered = [results[k] for k in sorted(results)]
+    times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
+    flagged = sorted({r["student"] for r in ordered if r.get("flags")})
+    print(graded + (f"; {sum(times) / len(times):.1f} s per notebook" if times else ""))
+    if not sandboxed:
+        print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")
+    print(f"wrote {out / 'grades.csv'}, totals.csv, feedback/, report/index.html")
+    if flagged:
+        print(f"flagged for review: {', '.join(flagged)} (reasons in report/index.html)")
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from grader import deadlines, gradebook, intake, seeds, totals, trusted
+    from grader.job import grade
+
+    start = monotonic()
+    settings = _settings(args)
+    subs, out = _check_paths(args)
+    if args.notebooks:
+        _choose(args, [])  # unknown names fail before anything is written
+    every_student, ignored = intake.student_entries(subs)
+    entries = _choose_students(args, every_student)
+    run_jobs, workers = _connect(args, settings)
+    students, assignments = _collect(args, entries, out, settings)
     settings.seed = seeds.settle(out, settings.seed)  # before any result is made with it
     models = trusted.models(assignments, settings.release_cache)
     gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
     jobs = _jobs(students, assignments, models, settings)
     deadlines.record_submissions(out, students, entries, assignments)
 
-    results_dir = out / "work" / "results"
-    autograded_dir = out / "nbgrader" / "autograded"
-    results: dict[tuple, dict] = {}
-    todo = []
-    for job in jobs:
-        path = results_dir / job.student / f"{job.notebook}.json"
-        previous = None if args.fresh else _load_json(path)
-        if previous and previous.get("key") == job_key(job):
-            results[(job.student, job.notebook)] = previous
-        else:
-            todo.append(job)
+    results, todo = _reusable(jobs, out / "work" / "results", args.fresh)
     reused, kept = len(results), set(results)
-
-    def on_result(job, result):  # the only writer of OUT while the workers run
-        notebook = result.pop("autograded", None)
-        if notebook is not None:
-            _write_text(
-                autograded_dir / job.student / job.notebook / f"{job.notebook}.ipynb", notebook
-            )
-        results[(job.student, job.notebook)] = result
-        _write_text(
-            results_dir / job.student / f"{job.notebook}.json",
-            json.dumps(result, indent=1, sort_keys=True),
-        )
-        gradebook.save(out, result)  # while the workers grade on, not after them
-
+    on_result = _writer(out, results)
     for job in [j for j in todo if j.submission is None]:  # nothing to run: no worker needed
         todo.remove(job)
         on_result(job, grade(job))
-    progress = tqdm(
-        total=len(jobs),
-        initial=len(results),
-        desc="grading",
-        unit="notebook",
-        disable=True if args.quiet else None,
-        file=sys.stderr,
-    )
-
-    def stop(signum, frame):  # `kill` and Ctrl-C both stop cleanly, keeping finished work
-        raise KeyboardInterrupt
-
-    previous_term = signal.signal(signal.SIGTERM, stop)
-    scratch = sandbox.private_folder("attn-grade-")  # a killed run's is removed by the next
-    os.environ["TMPDIR"] = scratch  # the workers' private folders, removed below
-    todo.sort(key=likely_cost, reverse=True)  # the longest first (stable: class order)
-    try:
-        run_jobs(todo, settings.jobs, on_result, progress)
-    except KeyboardInterrupt:
-        progress.close()
+    progress = tqdm(total=len(jobs), initial=len(results), desc="grading", unit="notebook",
+                    disable=True if args.quiet else None, file=sys.stderr)  # fmt: skip
+    if not _grade(todo, run_jobs, settings, on_result, progress):
         print(
-            f"interrupted: {len(results)} graded notebooks are kept in {results_dir}; "
+            f"interrupted: {len(results)} graded notebooks are kept in {out / 'work' / 'results'}; "
             "run the same command again to finish",
             file=sys.stderr,
         )
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous_term)
-        shutil.rmtree(scratch, ignore_errors=True)
-    progress.close()
 
     for key in sorted(kept):  # an earlier run may have stopped before its gradebook was done
         gradebook.save(out, results[key])
@@ -364,18 +418,9 @@ def run(args) -> int:
     # for students or notebooks not chosen now (--students, --notebooks).
     totals.write_run(out, sorted(every_student), ignored)
     totals.rewrite(out, settings)
-    ordered = [results[k] for k in sorted(results)]
-
-    times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
-    flagged = sorted({r["student"] for r in ordered if r.get("flags")})
-    print(
+    graded = (
         f"graded {_count(len(jobs), 'notebook')} of {_count(len(students), 'student')} in "
-        f"{monotonic() - start:.1f} s {workers} ({reused} reused from an "
-        f"earlier run)" + (f"; {sum(times) / len(times):.1f} s per notebook" if times else "")
+        f"{monotonic() - start:.1f} s {workers} ({reused} reused from an earlier run)"
     )
-    if not settings.sandbox:
-        print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")
-    print(f"wrote {out / 'grades.csv'}, totals.csv, feedback/, report/index.html")
-    if flagged:
-        print(f"flagged for review: {', '.join(flagged)} (reasons in report/index.html)")
+    _summary(out, results, graded, settings.sandbox)
     return 0

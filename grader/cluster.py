@@ -38,12 +38,12 @@ from dask.distributed import Client, KilledWorker, get_worker, wait
 from grader import judge, sandbox
 from grader.cli import UserError
 from grader.job import grade, job_key, missing_result
+from grader.messages import CRASHED
 
 CONNECT_SECONDS = 10
 RETRIES = 2
 POLL_SECONDS = 2
 IDLE_SECONDS = 600
-CRASHED = "Not graded: the grader crashed on this notebook; your instructor will look at it."
 
 
 class WorkerUnfit(Exception):

@@ -42,28 +42,39 @@ def release_path(assignment: str) -> Path:
     return RELEASE / assignment / f"{assignment}.ipynb"
 
 
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+def nbgrader_meta(cell) -> dict:
+    """A notebook cell's nbgrader metadata ({} for a plain cell); nbgrader.utils reads its
+    flags (is_solution, is_grade, is_locked), this and :func:`grade_id` the rest."""
+    return cell.metadata.get("nbgrader", {})
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader_meta(cell).get("grade_id")
+
+
+def _points(cell) -> float:
+    return float(nbgrader_meta(cell).get("points", 0))
 
 
 def exercises(assignment: str) -> list[Exercise]:
     """The exercises of one assignment, with their test cells and points."""
+    from nbgrader.utils import is_grade, is_solution  # nbgrader's import takes seconds
+
     nb = nbformat.read(source_path(assignment), as_version=4)
     found: list[Exercise] = []
     for cell in nb.cells:
-        meta = _nbgrader(cell)
-        if meta.get("solution") and not meta.get("grade"):  # autograded answer
-            found.append(Exercise(assignment, meta["grade_id"], autograded=True))
-        elif meta.get("solution") and meta.get("grade"):  # written answer, graded by hand
-            points = float(meta.get("points", 0))
-            found.append(Exercise(assignment, meta["grade_id"], False, points))
-        elif meta.get("grade") and not meta.get("solution"):  # autograded test cell
-            if not found or not meta["grade_id"].startswith(f"test_{found[-1].grade_id}"):
+        gid = grade_id(cell)
+        if is_solution(cell) and not is_grade(cell):  # autograded answer
+            found.append(Exercise(assignment, gid, autograded=True))
+        elif is_solution(cell):  # written answer, graded by hand
+            found.append(Exercise(assignment, gid, False, _points(cell)))
+        elif is_grade(cell):  # autograded test cell
+            if not found or not gid.startswith(f"test_{found[-1].grade_id}"):
                 raise ValueError(
-                    f"{assignment}: test cell {meta['grade_id']!r} must follow its answer cell and "
+                    f"{assignment}: test cell {gid!r} must follow its answer cell and "
                     f"be named test_<exercise>... (previous answer: "
                     f"{found[-1].grade_id if found else None!r})"
                 )
-            found[-1].test_ids.append(meta["grade_id"])
-            found[-1].max_points += float(meta.get("points", 0))
+            found[-1].test_ids.append(gid)
+            found[-1].max_points += _points(cell)
     return found

@@ -1,9 +1,12 @@
 """Due dates, extensions and the late policy (``c.GraderSettings`` in ``nbgrader_config.py``).
 
-A submission's time is, in this order: nbgrader's ``timestamp.txt`` (``nbgrader submit``
-writes it; the hub's exchange keeps it) next to the notebook, in the student's notebook
-folder or in the student's folder; else the handed-in file's modification time (a zip's
-own, for a notebook inside a zip). Each time keeps its source, which feedback states.
+A submission's time is, in this order: the time the workshop server's exchange received it
+(a record in ``OUT/work/received/``, written by ``hub.instructor.ReceivedCollect`` from the
+file system's change times, which no student can set); nbgrader's ``timestamp.txt``
+(``nbgrader submit`` writes it) next to the notebook, in the student's notebook folder or in
+the student's folder; else the handed-in file's modification time (a zip's own, for a
+notebook inside a zip). The last two are written on the student's side, so a student can
+forge them (README, "What is best-effort"). Each time keeps its source, which feedback states.
 ``grader autograde`` records the times in ``OUT/work/times.json``; ``grader totals`` applies
 the policy of the settings as they are then, so a changed due date or a new extension needs
 only ``make totals``.
@@ -55,6 +58,29 @@ def submission_time(entry: Path, assignment: str, handed_name: str) -> dict:
     path = handed or entry
     when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     return {"time": when.isoformat(), "source": f"modification time of {path.name}"}
+
+
+RECEIVED = "file-system time of the hub's exchange"
+
+
+def received_record(out: Path, student: str, assignment: str) -> Path:
+    """Where the hub records when its exchange received ``student``'s ``assignment``."""
+    return out / "work" / "received" / student / f"{assignment}.json"
+
+
+def write_received(path: Path, when: datetime) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"time": when.isoformat(), "source": RECEIVED}) + "\n")
+    os.replace(tmp, path)
+
+
+def received(out: Path, student: str, assignment: str) -> dict | None:
+    """The hub's record of ``student``'s ``assignment`` ({time, source}), if any."""
+    try:
+        return json.loads(received_record(out, student, assignment).read_text())
+    except (OSError, ValueError):
+        return None  # not collected from the hub's exchange
 
 
 def times_path(out: Path) -> Path:
@@ -146,7 +172,9 @@ def record_submissions(out: Path, students: list, entries: dict, assignments: li
             if handed is None:
                 mine.pop(a, None)
             else:
-                mine[a] = submission_time(entries[sub.student][0], a, handed.name)
+                mine[a] = received(out, sub.student, a) or submission_time(
+                    entries[sub.student][0], a, handed.name
+                )
     tmp = times_path(out).with_suffix(".tmp")
     tmp.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
     os.replace(tmp, times_path(out))

@@ -39,6 +39,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Integer, List
 
 from grader import cgroups, sandbox
+from grader.course import grade_id
 from grader.stream import KernelStream, Windows
 
 TIMEOUT_ENAME = "GraderCellTimeout"
@@ -226,15 +227,7 @@ class SandboxedExecute(Execute):
         self.flooded: set[int] = set()
         self.replaying = False
         deadline = monotonic() + self.notebook_timeout
-
-        def timeout(
-            cell,
-        ):  # the imports cell is trusted code: a slow machine is not the learner's fault
-            trusted = cell.metadata.get("nbgrader", {}).get("grade_id") == "imports"
-            limit = max(self.timeout or 1, plan.trusted_timeout) if trusted else self.timeout
-            return max(1, int(min(limit or 1e9, deadline - monotonic())))
-
-        self.timeout_func = timeout
+        self.timeout_func = self._cell_timeout(plan, deadline)
         status: dict[int, dict] = {}
         pending = [
             i
@@ -244,58 +237,21 @@ class SandboxedExecute(Execute):
         replay: list[int] = []
         restarts = 0
         while pending and not _lost(plan, status):
-            current = None
+            self._current = None
             stream, env = self._kernel(plan)
             try:
                 with self.setup_kernel(cwd=plan.cwd, env=env, stderr=stderr):
                     if plan.sandboxed:
                         sandbox.seal(self.ipc, plan.uid, self.km.provisioner.process.pid)
-                    self.replaying = True
-                    for idx in list(replay):
-                        current = idx
-                        cell = nb.cells[idx].copy()
-                        cell.outputs = []
-                        self._chars.pop((idx, True), None)
-                        self.execute_cell(cell, idx, store_history=False)
-                        if _timed_out(cell):
-                            raise _Stuck(idx)
-                    self.replaying = False
-                    current = None
-                    while pending and not _lost(plan, status):
-                        idx = current = pending[0]
-                        if monotonic() >= deadline:
-                            for rest in pending:
-                                status[rest] = {"status": "deadline"}
-                            pending = []
-                            break
-                        start = monotonic()
-                        self.execute_cell(nb.cells[idx], idx)
-                        status[idx] = _status(nb.cells[idx], monotonic() - start)
-                        pending.pop(0)
-                        if status[idx]["status"] == "timeout":
-                            raise _Stuck(idx)
-                        self._after_test_cell(plan, stream, idx, status[idx])
-                        if idx in plan.state_cells:
-                            replay.append(idx)
+                    self._replay(nb, replay)
+                    self._run_pending(nb, plan, stream, pending, status, replay, deadline)
             except (DeadKernelError, _Stuck, RuntimeError, TimeoutError) as err:
-                # nbgrader's Execute raises CellTimeoutError when the kernel stays busy past
-                # the cell's limit (nothing interrupts it): a timeout, not a crash.
-                died = not isinstance(err, (_Stuck, CellTimeoutError))
-                if current is not None and current in replay:  # failed on replay this time
-                    replay.remove(current)
-                    status[current] = {"status": "died" if died else "timeout"}
-                elif current is not None and pending and pending[0] == current:
-                    pending.pop(0)
-                    status[current] = (
-                        {"status": "died", "evalue": str(err)[:200]}
-                        if died
-                        else status.get(current, {"status": "timeout"})
-                    )
+                self._after_crash(err, pending, status, replay)
                 restarts += 1
                 if restarts > self.max_restarts:
                     for rest in pending:
                         status[rest] = {"status": "not-run", "evalue": "too many kernel restarts"}
-                    pending = []
+                    pending.clear()
             finally:
                 self.replaying = False
                 # Overrides nbclient internals (pinned in pyproject.toml); exercised by
@@ -307,6 +263,65 @@ class SandboxedExecute(Execute):
         for idx in self.flooded:
             status.setdefault(idx, {"status": "not-run"})["flooded"] = True
         return status
+
+    def _cell_timeout(self, plan: Plan, deadline: float):
+        def timeout(cell):  # the imports cell is trusted code: a slow machine is not the
+            # learner's fault
+            trusted = grade_id(cell) == "imports"
+            limit = max(self.timeout or 1, plan.trusted_timeout) if trusted else self.timeout
+            return max(1, int(min(limit or 1e9, deadline - monotonic())))
+
+        return timeout
+
+    def _replay(self, nb, replay: list[int]) -> None:
+        """Run again, in a fresh kernel, the cells that defined the learner's names."""
+        self.replaying = True
+        for idx in list(replay):
+            self._current = idx
+            cell = nb.cells[idx].copy()
+            cell.outputs = []
+            self._chars.pop((idx, True), None)
+            self.execute_cell(cell, idx, store_history=False)
+            if _timed_out(cell):
+                raise _Stuck(idx)
+        self.replaying = False
+        self._current = None
+
+    def _run_pending(self, nb, plan: Plan, stream, pending, status, replay, deadline) -> None:
+        """Run ``pending`` in order (popping each as it ends) until the deadline or a loss."""
+        while pending and not _lost(plan, status):
+            idx = self._current = pending[0]
+            if monotonic() >= deadline:
+                for rest in pending:
+                    status[rest] = {"status": "deadline"}
+                pending.clear()
+                return
+            start = monotonic()
+            self.execute_cell(nb.cells[idx], idx)
+            status[idx] = _status(nb.cells[idx], monotonic() - start)
+            pending.pop(0)
+            if status[idx]["status"] == "timeout":
+                raise _Stuck(idx)
+            self._after_test_cell(plan, stream, idx, status[idx])
+            if idx in plan.state_cells:
+                replay.append(idx)
+
+    def _after_crash(self, err, pending, status, replay) -> None:
+        """The status of the cell the kernel died or got stuck in; it is not run again."""
+        # nbgrader's Execute raises CellTimeoutError when the kernel stays busy past the
+        # cell's limit (nothing interrupts it): a timeout, not a crash.
+        died = not isinstance(err, (_Stuck, CellTimeoutError))
+        current = self._current
+        if current is not None and current in replay:  # failed on replay this time
+            replay.remove(current)
+            status[current] = {"status": "died" if died else "timeout"}
+        elif current is not None and pending and pending[0] == current:
+            pending.pop(0)
+            status[current] = (
+                {"status": "died", "evalue": str(err)[:200]}
+                if died
+                else status.get(current, {"status": "timeout"})
+            )
 
 
 def _lost(plan: Plan, status: dict) -> bool:

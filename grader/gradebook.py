@@ -22,10 +22,11 @@ import nbgrader
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 
+from grader import settings
 from grader.cli import UserError
 from grader.configfile import config_file
 
-COURSE_ID = "attention-step-by-step"
+COURSE_ID = settings.course_id()
 
 # nbgrader's own add_submission trips SQLAlchemy autoflush warnings; they are harmless.
 warnings.filterwarnings("ignore", message=".*not in session.*")

@@ -27,6 +27,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import is_solution
 
 from grader.cli import UserError
 from grader.course import REPO_ROOT, assignments, release_path, source_path
@@ -161,8 +162,7 @@ def secret_lines(assignment: str) -> list[str]:
     """Lines that must never reach a student: solution regions, written answers, hidden tests."""
     found = []
     for cell in nbformat.read(source_path(assignment), as_version=4).cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "markdown" and meta.get("solution"):
+        if cell.cell_type == "markdown" and is_solution(cell):
             found += cell.source.splitlines()  # a written answer: all of it is the answer
             continue
         inside = False

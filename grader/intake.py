@@ -27,6 +27,7 @@ from pathlib import Path
 
 from grader.cli import UserError
 from grader.course import FORMER_NAMES
+from grader.messages import not_graded
 
 MB = 2**20
 GRADE_ID = re.compile(rb'"grade_id"\s*:\s*"([^"\\]{1,200})"')  # as nbgrader's metadata has it
@@ -109,19 +110,16 @@ def directory_bytes(archive: Path) -> int:
     return min(max(claims), size)
 
 
-def _row(reason: str) -> str:
-    return f"Not graded: {reason}; your instructor will look at it."
-
-
 def batch_budget(settings) -> Budget:
     mb, files = settings.batch_unpack_mb, settings.batch_unpack_files
+    together = "the class's zip files, counted in name order up to this student's,"
     return Budget(
         mb * MB,
         files,
-        _row(f"the class's zip files, counted in name order up to this student's, unpack to "
-             f"more than {mb} MB together (c.GraderSettings.batch_unpack_mb)"),
-        _row(f"the class's zip files, counted in name order up to this student's, hold more "
-             f"than {files} files together (c.GraderSettings.batch_unpack_files)"),
+        not_graded(f"{together} unpack to more than {mb} MB together "
+                   "(c.GraderSettings.batch_unpack_mb)"),
+        not_graded(f"{together} hold more than {files} files together "
+                   "(c.GraderSettings.batch_unpack_files)"),
     )  # fmt: skip
 
 
@@ -130,9 +128,10 @@ def student_budget(settings, batch: Budget) -> Budget:
     return Budget(
         mb * MB,
         files,
-        _row(f"the zip files handed in unpack to more than {mb} MB (c.GraderSettings.unpack_mb)"),
-        _row(f"the zip files handed in hold more than {files} files "
-             "(c.GraderSettings.unpack_files)"),
+        not_graded(f"the zip files handed in unpack to more than {mb} MB "
+                   "(c.GraderSettings.unpack_mb)"),
+        not_graded(f"the zip files handed in hold more than {files} files "
+                   "(c.GraderSettings.unpack_files)"),
         within=batch,
     )  # fmt: skip
 

@@ -20,18 +20,19 @@ import json
 import shutil
 import sys
 import traceback
-import zlib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from time import monotonic
 
 import nbformat
+from nbgrader.utils import is_grade, is_solution
 
-from grader import cgroups, course, needs, sandbox
+from grader import cgroups, course, messages, needs, sandbox, seeds
 from grader import judge as judging
 from grader import rebuild as rebuilding
 from grader import scan as scanning
+from grader.course import grade_id, nbgrader_meta
 from grader.trusted import Trusted
 
 RESULT_VERSION = 5  # bump when grading logic changes, so resumed runs regrade
@@ -39,11 +40,6 @@ TAMPERED = "grader instrumentation tampered"
 SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
 CPU_SECONDS_SPARE = 30  # CPU time beyond notebook_timeout: the wall clock stops a notebook first
 NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check depends on it.)\n"
-LOOK = "your instructor will look at it."
-TAMPERED_MESSAGE = (
-    "Not graded: code in your notebook interfered with the grader's instrumentation; "
-    "your instructor will look at it."
-)
 
 
 # Settings that change no result of a job (intake's budgets act through its notes and
@@ -116,10 +112,6 @@ def job_key(job: Job) -> str:
     return h.hexdigest()
 
 
-def seed_for(base: int, student: str, notebook: str, name: str = "") -> int:
-    return zlib.crc32(f"{base}:{student}:{notebook}:{name}".encode())
-
-
 # --------------------------------------------------------------------------- results
 
 
@@ -182,7 +174,7 @@ def grade(job: Job) -> dict:
     except Exception:  # noqa: BLE001 (a grader bug must not stop the batch)
         result = missing_result(
             job,
-            "Not graded: the grader failed on this notebook; your instructor will look at it.",
+            messages.FAILED,
             flags=["grader error: " + traceback.format_exc(limit=3)[-600:]],
             notes=state.notes,
         )
@@ -249,7 +241,7 @@ def code_view(nb, trusted: Trusted) -> tuple[list[int], list[str], set[int], set
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     sources, answer_at = [], set()
     for k, i in enumerate(code):
-        gid = nb.cells[i].metadata.get("nbgrader", {}).get("grade_id")
+        gid = grade_id(nb.cells[i])
         test = tests.get(gid)
         if test is None:
             sources.append(nb.cells[i].source)
@@ -292,9 +284,7 @@ def _unwritten(nb, trusted: Trusted) -> bool:
     """An exercise still holds the release's stub: its check cannot pass, so a short run
     would only be run again in full."""
     return any(
-        trusted.stubs.get(c.metadata.get("nbgrader", {}).get("grade_id")) == c.source
-        for c in nb.cells
-        if c.cell_type == "code"
+        trusted.stubs.get(grade_id(c)) == c.source for c in nb.cells if c.cell_type == "code"
     )
 
 
@@ -335,7 +325,7 @@ def _instrument(s: State):
     run_nb = copy.deepcopy(s.nb)
     cell_windows = {}
     for idx, cell in enumerate(run_nb.cells):
-        test = tests.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        test = tests.get(grade_id(cell))
         if test is None:
             continue
         if test.hidden:
@@ -362,22 +352,18 @@ def _instrument(s: State):
 
 
 def _seed(job: Job, name: str = "") -> int:
-    return seed_for(job.settings["seed"], job.student, job.notebook, name)
+    return seeds.derived(job.settings["seed"], job.student, job.notebook, name)
 
 
-def _plan(s: State, folder: Path, windows, cell_windows):
-    from grader.execute import Plan, font_cache
+def _scratch_files(s: State, folder: Path, scratch: Path, tmp: str, sandboxed: bool):
+    """({path in scratch: file to put there}, folders to make there); without the sandbox,
+    made and copied now (the sandbox mounts them itself)."""
+    from grader.execute import font_cache
 
-    job, cfg = s.job, s.job.settings
-    sandboxed = cfg["sandbox"]
-    # In the sandbox the scratch folder is a tmpfs at a fixed path, outside its private /tmp,
-    # so nothing next to it is readable; without the sandbox it is a folder of the job's.
-    scratch = SANDBOX_HOME if sandboxed else folder / "scratch"
-    tmp = "/tmp" if sandboxed else str(scratch / "tmp")
-    notebook_file = folder / f"{job.notebook}.ipynb"
+    notebook_file = folder / f"{s.job.notebook}.ipynb"
     notebook_file.write_text(nbformat.writes(s.nb))
     notebook_file.chmod(0o644)
-    files = {str(scratch / f"{job.notebook}.ipynb"): str(notebook_file)}
+    files = {str(scratch / f"{s.job.notebook}.ipynb"): str(notebook_file)}
     files |= {str(scratch / ".mpl" / n): p for n, p in font_cache().items()}
     folders = [str(scratch / ".mpl"), str(scratch / ".ipython")]
     if not sandboxed:
@@ -386,8 +372,12 @@ def _plan(s: State, folder: Path, windows, cell_windows):
             Path(path).mkdir(parents=True, exist_ok=True)
         for dest, src in files.items():
             shutil.copyfile(src, dest)
-    slot = sandbox.slot(cfg["sandbox_uid"], cfg["sandbox_slots"]) if sandboxed else None
-    env = {
+    return files, folders
+
+
+def _kernel_env(scratch: Path, tmp: str) -> dict:
+    """The kernel's whole environment: nothing of the grader's own is handed down."""
+    return {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(scratch),
         "USER": "student",
@@ -405,6 +395,19 @@ def _plan(s: State, folder: Path, windows, cell_windows):
         "MKL_NUM_THREADS": "1",
         "ATTN_DATA_DIR": str(course.REPO_ROOT / "data"),
     }
+
+
+def _plan(s: State, folder: Path, windows, cell_windows):
+    from grader.execute import Plan
+
+    job, cfg = s.job, s.job.settings
+    sandboxed = cfg["sandbox"]
+    # In the sandbox the scratch folder is a tmpfs at a fixed path, outside its private /tmp,
+    # so nothing next to it is readable; without the sandbox it is a folder of the job's.
+    scratch = SANDBOX_HOME if sandboxed else folder / "scratch"
+    tmp = "/tmp" if sandboxed else str(scratch / "tmp")
+    files, folders = _scratch_files(s, folder, scratch, tmp, sandboxed)
+    slot = sandbox.slot(cfg["sandbox_uid"], cfg["sandbox_slots"]) if sandboxed else None
     kernel_settings = {
         "read": sandbox.read_roots(),
         "write": [str(scratch), tmp],
@@ -417,15 +420,13 @@ def _plan(s: State, folder: Path, windows, cell_windows):
     }
     tests = {t.id for t in job.trusted.tests}
     state_cells = {
-        i
-        for i, c in enumerate(s.nb.cells)
-        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id") not in tests
+        i for i, c in enumerate(s.nb.cells) if c.cell_type == "code" and grade_id(c) not in tests
     }
     return Plan(
         scratch=str(scratch),
         cwd=str(folder if sandboxed else scratch),
         job_dir=str(folder),
-        env=env,
+        env=_kernel_env(scratch, tmp),
         kernel_settings=kernel_settings,
         state_cells=state_cells - s.skip,
         skip=set(s.skip),
@@ -471,7 +472,7 @@ def execute(s: State) -> None:
     if executor.exceeded:  # as when judging exceeds its limits: the notebook scores 0
         hit = ", ".join(executor.exceeded)
         s.flags.append(f"sandbox exceeded its limits ({hit})")
-        s.judge_failed = f"Not graded: your notebook exceeded its limits ({hit}); {LOOK}"
+        s.judge_failed = messages.not_graded(f"your notebook exceeded its limits ({hit})")
     s.limits = ("cgroup" if executor.group else "rlimits") if cfg["sandbox"] else ""
     s.flags += [f"sandbox {e['kind']}: {e['detail']}" for e in s.windows.logs]
     s.tampered += s.windows.tampered
@@ -500,16 +501,14 @@ def judge(s: State) -> None:
         "cells": _cells_as_run(s),
         "records": records,
         "seeds": {n: _seed(s.job, n) for t in s.job.trusted.tests for n, _ in t.verifies},
-        "clean": sorted(s.nb.cells[i].metadata["nbgrader"]["grade_id"] for i in _clean(s)),
+        "clean": sorted(grade_id(s.nb.cells[i]) for i in _clean(s)),
     }
     outcome = judging.judge_bounded(request, cfg["judge_seconds"], cfg["judge_memory_mb"])
     if "exceeded" in outcome:
-        s.judge_failed = f"Not graded: {judging.EXCEEDED}; your instructor will look at it."
+        s.judge_failed = messages.not_graded(judging.EXCEEDED)
         s.flags.append(f"{judging.EXCEEDED} ({outcome['exceeded']})")
     elif "error" in outcome:
-        s.judge_failed = (
-            "Not graded: the grader failed on this notebook; your instructor will look at it."
-        )
+        s.judge_failed = messages.FAILED
         s.flags.append(f"grader error while judging: {outcome['error']}")
     else:
         s.verdicts = outcome["verdicts"]
@@ -520,7 +519,7 @@ def _cells_as_run(s: State) -> list:
     """[[grade id or "", source]] of the code cells the kernel ran, as they run (the judge
     reads which earlier exercises a failed check relies on)."""
     code, sources, _, _ = code_view(s.nb, s.job.trusted)
-    ids = [s.nb.cells[i].metadata.get("nbgrader", {}).get("grade_id", "") for i in code]
+    ids = [grade_id(s.nb.cells[i]) or "" for i in code]
     return [[g, src] for i, g, src in zip(code, ids, sources, strict=True) if i not in s.skip]
 
 
@@ -532,14 +531,10 @@ def _clean(s: State) -> set[int]:
         return set()
     hidden = {t.id for t in s.job.trusted.tests if t.hidden}
     first = next(
-        (
-            i
-            for i, c in enumerate(s.nb.cells)
-            if c.metadata.get("nbgrader", {}).get("grade_id") in hidden
-        ),
+        (i for i, c in enumerate(s.nb.cells) if grade_id(c) in hidden),
         len(s.nb.cells),
     )
-    return {i for i in range(first) if s.nb.cells[i].metadata.get("nbgrader", {}).get("grade_id")}
+    return {i for i in range(first) if grade_id(s.nb.cells[i])}
 
 
 def _answer_message(name: str, status: dict | None, cfg: dict, quote: bool) -> str | None:
@@ -614,12 +609,12 @@ def write(s: State) -> None:
     tests = {t.id: t for t in job.trusted.tests}
     answer_status, clean = {}, _clean(s)
     for idx, cell in enumerate(s.run_nb.cells[: len(s.nb.cells)]):
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        gid = grade_id(cell)
         if gid in s.found:
             answer_status[gid] = (s.status.get(idx), idx in clean)
     points, messages = {}, {}
     for idx, cell in enumerate(s.nb.cells):
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        gid = grade_id(cell)
         test = tests.get(gid)
         if test is None:
             if cell.cell_type == "code" and idx in s.status:
@@ -629,7 +624,7 @@ def write(s: State) -> None:
             continue
         passed, message = _test_verdict(s, test, idx, answer_status)
         if s.tampered:
-            passed, message = False, TAMPERED_MESSAGE
+            passed, message = False, messages.TAMPERED
         points[gid] = test.points if passed else 0.0
         messages[gid] = message
         cell.outputs = _verdict_outputs(passed, message)
@@ -637,10 +632,9 @@ def write(s: State) -> None:
     s.flags += [f"{TAMPERED}: {reason}" for reason in s.tampered]
     written = {}
     for cell in s.nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and meta.get("grade"):
-            unchanged = meta.get("checksum") == _checksum(cell)
-            written[meta["grade_id"]] = (
+        if is_solution(cell) and is_grade(cell):
+            unchanged = nbgrader_meta(cell).get("checksum") == _checksum(cell)
+            written[grade_id(cell)] = (
                 (0.0, "No answer written.") if unchanged else ("", "graded by hand")
             )
     s.result = {

@@ -458,25 +458,7 @@ def judge_notebook(request: dict) -> dict:
                     test["source"], trusted_ns, record, test["id"] in clean
                 )
             else:
-                passed, message, flags = True, "", []
-                flags += [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
-                entries = {
-                    e.get("exercise"): e
-                    for e in record.get("exercises", list, [])
-                    if type(e) is dict
-                }
-                for name, _fn in test["verifies"]:
-                    entry = entries.get(name)
-                    if entry is None:
-                        raise Tampered(f"{what}'s record does not mention `{name}`")
-                    if entry.get("missing"):
-                        passed, message = False, f"`{name}` is not defined when its check runs."
-                        break
-                    cases = hidden_cases(name, request["seeds"][name])
-                    passed, message, more = judge_hidden(name, cases, entry, record)
-                    flags += more
-                    if not passed:
-                        break
+                passed, message, flags = _judge_hidden_cell(test, record, request["seeds"], what)
         except Tampered as err:
             tampered.append(str(err))
             passed, message, flags = False, "Not graded: your results could not be read.", []
@@ -487,6 +469,25 @@ def judge_notebook(request: dict) -> dict:
         }
     point_to_earlier(request, verdicts)
     return {"verdicts": verdicts, "tampered": tampered}
+
+
+def _judge_hidden_cell(test: dict, record, seeds: dict, what: str) -> tuple[bool, str, list]:
+    """(passed, message, flags) of a hidden test cell: each exercise it verifies, in order,
+    until one fails."""
+    passed, message = True, ""
+    flags = [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
+    entries = {e.get("exercise"): e for e in record.get("exercises", list, []) if type(e) is dict}
+    for name, _fn in test["verifies"]:
+        entry = entries.get(name)
+        if entry is None:
+            raise Tampered(f"{what}'s record does not mention `{name}`")
+        if entry.get("missing"):
+            return False, f"`{name}` is not defined when its check runs.", flags
+        passed, message, more = judge_hidden(name, hidden_cases(name, seeds[name]), entry, record)
+        flags += more
+        if not passed:
+            break
+    return passed, message, flags
 
 
 def point_to_earlier(request: dict, verdicts: dict) -> None:

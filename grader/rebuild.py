@@ -14,8 +14,9 @@ import copy
 import json
 
 import nbformat
+from nbgrader.utils import is_grade, is_solution
 
-from grader.course import FORMER_NAMES
+from grader.course import FORMER_NAMES, grade_id, nbgrader_meta
 from grader.release import METADATA_KEY
 
 
@@ -125,17 +126,12 @@ def release_notes(data: dict, notebook: str, version: str, name: str) -> list[st
     return notes
 
 
-def _meta(cell) -> dict:
-    return cell.metadata.get("nbgrader", {})
-
-
 def is_answer(cell) -> bool:
-    return bool(_meta(cell).get("solution"))
+    return bool(is_solution(cell))
 
 
 def is_test(cell) -> bool:
-    meta = _meta(cell)
-    return bool(meta.get("grade")) and not meta.get("solution")
+    return bool(is_grade(cell)) and not is_solution(cell)
 
 
 def rebuild(base, cells: list[dict], source_cells=None) -> tuple[object, dict, list[str]]:
@@ -154,7 +150,7 @@ def rebuild(base, cells: list[dict], source_cells=None) -> tuple[object, dict, l
     for cell in nb.cells:
         if not is_answer(cell):
             continue
-        gid = _meta(cell)["grade_id"]
+        gid = grade_id(cell)
         matches = by_id.get(gid, [])
         if matches:
             cell.source = matches[0]["source"]
@@ -169,8 +165,8 @@ def structure_flags(base, cells: list[dict], source_cells=None) -> list[str]:
     instructor's sources, whose hidden test cells legitimately differ from the release."""
     flags = []
     instructor = source_cells or {}
-    trusted = {_meta(c)["grade_id"]: c for c in base.cells if _meta(c).get("grade_id")}
-    order = [_meta(c)["grade_id"] for c in base.cells if _meta(c).get("grade_id")]
+    order = [gid for c in base.cells if (gid := grade_id(c))]
+    trusted = {grade_id(c): c for c in base.cells if grade_id(c)}
     seen: dict[str, int] = {}
     for cell in cells:
         gid = cell["nbgrader"].get("grade_id")
@@ -182,7 +178,7 @@ def structure_flags(base, cells: list[dict], source_cells=None) -> list[str]:
                 flags.append(f"forged test cell `{gid}` (not in the release)")
             continue
         ref = trusted[gid]
-        ref_meta = _meta(ref)
+        ref_meta = nbgrader_meta(ref)
         if seen[gid] == 2:
             kind = "answer" if is_answer(ref) else "test" if is_test(ref) else "read-only"
             flags.append(f"duplicated {kind} cell `{gid}` (the first copy is used)")

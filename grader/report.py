@@ -297,13 +297,8 @@ def _late_section(grade_rows: list[dict]) -> list[str]:
     )
 
 
-def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
-    """``report/``; results graded without the sandbox say so in its header and flags.csv."""
-    sandboxed = all(r.get("sandboxed", True) for r in results)
-    folder = out / "report"
-    folder.mkdir(exist_ok=True)
-    stats = exercise_stats(grade_rows)
-    csvfile.write(folder / "exercises.csv", list(stats[0]) if stats else ["notebook"], stats)
+def _flag_rows(results, sandboxed: bool) -> list[dict]:
+    """flags.csv's rows: the run's own flags first, then each result's."""
     flag_rows = [
         {"student": r["student"], "notebook": r["notebook"], "reason": f}
         for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
@@ -314,20 +309,11 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
     if any(r.get("limits") == "rlimits" for r in results):  # no cgroup could be made
         reason = "sandbox limits per process only (rlimits): no cgroup allowed on this host"
         flag_rows.insert(0, {"student": "(all)", "notebook": "(all)", "reason": reason})
-    csvfile.write(folder / "flags.csv", ["student", "notebook", "reason"], flag_rows)
-    _histogram(folder / "histogram.png", total_rows)
+    return flag_rows
 
-    timings = [r["timings"]["total"] for r in results if r.get("timings", {}).get("total")]
+
+def _exercises_table(stats) -> list[str]:
     body = [
-        "<h1>Class report</h1>",
-        "" if sandboxed else f"<p class='lost'><b>This run was {NO_SANDBOX}.</b></p>",
-        f"<p>{count(len(total_rows), 'student')}: "
-        f"{count(sum(map(submitted, results)), 'notebook')} submitted, "
-        f"{sum(r.get('status') == 'graded' for r in results)} graded. "
-        f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
-        "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
-        "<a href='flags.csv'>flags.csv</a>.</p>",
-        "<img src='histogram.png' alt='score histogram'>",
         "<h2>Exercises</h2><table><tr><th>Notebook</th><th>Exercise</th>"
         "<th>Max</th><th>Mean</th><th>Full marks</th><th>Most common failures</th></tr>",
     ]
@@ -340,8 +326,11 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
             + f"<td>{_message_html(s['top_messages'])}</td></tr>"
         )
     body.append("</table>")
-    body += _late_section(grade_rows)
-    body.append("<h2>Flagged submissions (for a human to review)</h2>")
+    return body
+
+
+def _flagged_section(flag_rows) -> list[str]:
+    body = ["<h2>Flagged submissions (for a human to review)</h2>"]
     flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows if f["student"] != "(all)"})
     if not flagged:
         body.append("<p>None.</p>")
@@ -354,19 +343,58 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
             + "".join(f"<li>{html.escape(x)}</li>" for x in reasons)
             + "</ul>"
         )
+    return body
+
+
+def _notes_section(results, ignored) -> list[str]:
     notes = [(r["student"], r["notebook"], n) for r in results for n in r.get("notes", [])]
-    if notes or ignored:
-        body.append("<h2>Intake notes</h2><ul>")
-        body += [
-            f"<li>{html.escape(s)} · {html.escape(n)}: {html.escape(x)}</li>"
-            for s, n, x in sorted(set(notes))
-        ]
-        body += [f"<li>ignored in the submissions folder: {html.escape(x)}</li>" for x in ignored]
-        body.append("</ul>")
-    if timings:
-        body.append(
-            f"<h2>Timing</h2><p>Per notebook: mean {sum(timings) / len(timings):.1f} s, "
-            f"max {max(timings):.1f} s ({'sandboxed' if sandboxed else 'unsandboxed'} kernel, "
-            "wall clock).</p>"
-        )
+    if not notes and not ignored:
+        return []
+    body = ["<h2>Intake notes</h2><ul>"]
+    body += [
+        f"<li>{html.escape(s)} · {html.escape(n)}: {html.escape(x)}</li>"
+        for s, n, x in sorted(set(notes))
+    ]
+    body += [f"<li>ignored in the submissions folder: {html.escape(x)}</li>" for x in ignored]
+    body.append("</ul>")
+    return body
+
+
+def _timing_section(results, sandboxed: bool) -> list[str]:
+    timings = [r["timings"]["total"] for r in results if r.get("timings", {}).get("total")]
+    if not timings:
+        return []
+    return [
+        f"<h2>Timing</h2><p>Per notebook: mean {sum(timings) / len(timings):.1f} s, "
+        f"max {max(timings):.1f} s ({'sandboxed' if sandboxed else 'unsandboxed'} kernel, "
+        "wall clock).</p>"
+    ]
+
+
+def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
+    """``report/``; results graded without the sandbox say so in its header and flags.csv."""
+    sandboxed = all(r.get("sandboxed", True) for r in results)
+    folder = out / "report"
+    folder.mkdir(exist_ok=True)
+    stats = exercise_stats(grade_rows)
+    csvfile.write(folder / "exercises.csv", list(stats[0]) if stats else ["notebook"], stats)
+    flag_rows = _flag_rows(results, sandboxed)
+    csvfile.write(folder / "flags.csv", ["student", "notebook", "reason"], flag_rows)
+    _histogram(folder / "histogram.png", total_rows)
+    body = [
+        "<h1>Class report</h1>",
+        "" if sandboxed else f"<p class='lost'><b>This run was {NO_SANDBOX}.</b></p>",
+        f"<p>{count(len(total_rows), 'student')}: "
+        f"{count(sum(map(submitted, results)), 'notebook')} submitted, "
+        f"{sum(r.get('status') == 'graded' for r in results)} graded. "
+        f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
+        "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
+        "<a href='flags.csv'>flags.csv</a>.</p>",
+        "<img src='histogram.png' alt='score histogram'>",
+        *_exercises_table(stats),
+        *_late_section(grade_rows),
+        *_flagged_section(flag_rows),
+        *_notes_section(results, ignored),
+        *_timing_section(results, sandboxed),
+    ]
     (folder / "index.html").write_text(_page("Class report", "".join(body)))

@@ -133,25 +133,8 @@ def _clean(source: str) -> str:
     )
 
 
-def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) -> list[str]:
-    """Flags for one answer cell. ``modules``: {name: module} the notebook's imports bind."""
-    flags = []
-    course_aliases = {k for k, v in modules.items() if v.split(".")[0] == "attnlib"}
-
-    def flag(node, what):
-        line = getattr(node, "lineno", 0)
-        flags.append(f"`{grade_id}` line {line}: {what}")
-
-    for i, line in enumerate(source.splitlines(), 1):
-        if line.lstrip().startswith(("%", "!")):
-            flags.append(
-                f"`{grade_id}` line {i}: IPython magic or shell command `{line.strip()[:40]}`"
-            )
-    try:
-        tree = ast.parse(_clean(source))
-    except SyntaxError:
-        return flags  # graded as a syntax error; nothing to scan
-    roots = set(modules) | LIBRARY_ROOTS
+def _import_flags(tree, grade_id: str, flag) -> set[str]:
+    """Flag risky imports; return the names the cell binds to modules."""
     local_modules = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -172,52 +155,87 @@ def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) ->
                     flag(node, f"whole-solution shortcut: imports `{full}`")
                 if "unittest.mock" in full or alias.name == "mock":
                     flag(node, "imports mock (monkeypatching)")
-    roots |= local_modules
+    return local_modules
+
+
+def _assignment_flags(node, roots: set, flag) -> None:
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Attribute) and _root(sub) in roots:
+                flag(node, f"monkeypatches `{_dotted(sub)}`")
+            elif isinstance(sub, ast.Attribute) and sub.attr in IPYTHON_HOOKS:
+                flag(node, f"replaces IPython hook `{_dotted(sub)}`")
+            elif isinstance(sub, ast.Subscript) and _root(sub.value) == "__builtins__":
+                flag(node, "edits `__builtins__`")
+            elif isinstance(sub, ast.Name) and sub.id in ("__builtins__", "__class__"):
+                flag(node, f"rebinds `{sub.id}`")
+            elif isinstance(sub, ast.Attribute) and sub.attr in ("__class__", "__code__"):
+                flag(node, f"rewrites `{sub.attr}`")
+
+
+def _attribute_flags(node, grade_id: str, roots: set, course_aliases: set, flag) -> None:
+    dotted = _dotted(node)
+    if node.attr in IPYTHON_HOOKS and isinstance(node.ctx, ast.Load):
+        flag(node, f"uses IPython/sys hook `{dotted}`")
+    if node.attr in _shortcut_names(grade_id):
+        flag(node, f"whole-solution shortcut: uses `{dotted}`")
+    elif _root(node) in course_aliases and isinstance(node.ctx, ast.Load):
+        flag(node, f"uses the course's helper `{dotted}` in an answer")
+    elif node.attr == grade_id and _root(node) in roots:
+        flag(node, f"calls a library `{dotted}` instead of writing `{grade_id}`")
+    if node.attr in ("_exit", "system", "popen", "kill", "settrace", "setprofile"):
+        flag(node, f"calls `{dotted}`")
+    if dotted in INSTRUMENTATION:
+        flag(node, f"uses `{dotted}` ({INSTRUMENTATION[dotted]})")
+
+
+def _other_flags(node, exercises: set[str], flag) -> None:
+    """Risky calls, files, objects that fool comparisons, grading paths, global rebinding."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id in RISKY_CALLS:
+            flag(node, f"calls `{node.func.id}` ({RISKY_CALLS[node.func.id]})")
+        if node.func.id == "open":
+            flag(node, "opens a file")
+    elif isinstance(node, ast.FunctionDef) and node.name in COMPARISON_DUNDERS:
+        flag(node, f"defines `{node.name}` (objects that fool comparisons)")
+    elif isinstance(node, ast.ClassDef):
+        for base in node.bases:
+            if _dotted(base).endswith(("ndarray", "Tensor", "float", "list", "tuple")):
+                flag(node, f"subclasses `{_dotted(base)}` (objects that fool comparisons)")
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if SECRET_WORDS.search(node.value):
+            flag(node, f"mentions a grading path: {node.value[:60]!r}")
+    elif isinstance(node, ast.Global) and set(node.names) & exercises:
+        flag(node, f"rebinds exercise names globally: {sorted(set(node.names) & exercises)}")
+
+
+def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) -> list[str]:
+    """Flags for one answer cell. ``modules``: {name: module} the notebook's imports bind."""
+    flags = []
+    course_aliases = {k for k, v in modules.items() if v.split(".")[0] == "attnlib"}
+
+    def flag(node, what):
+        line = getattr(node, "lineno", 0)
+        flags.append(f"`{grade_id}` line {line}: {what}")
+
+    for i, line in enumerate(source.splitlines(), 1):
+        if line.lstrip().startswith(("%", "!")):
+            flags.append(
+                f"`{grade_id}` line {i}: IPython magic or shell command `{line.strip()[:40]}`"
+            )
+    try:
+        tree = ast.parse(_clean(source))
+    except SyntaxError:
+        return flags  # graded as a syntax error; nothing to scan
+    roots = set(modules) | LIBRARY_ROOTS | _import_flags(tree, grade_id, flag)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute) and _root(sub) in roots:
-                        flag(node, f"monkeypatches `{_dotted(sub)}`")
-                    elif isinstance(sub, ast.Attribute) and sub.attr in IPYTHON_HOOKS:
-                        flag(node, f"replaces IPython hook `{_dotted(sub)}`")
-                    elif isinstance(sub, ast.Subscript) and _root(sub.value) == "__builtins__":
-                        flag(node, "edits `__builtins__`")
-                    elif isinstance(sub, ast.Name) and sub.id in ("__builtins__", "__class__"):
-                        flag(node, f"rebinds `{sub.id}`")
-                    elif isinstance(sub, ast.Attribute) and sub.attr in ("__class__", "__code__"):
-                        flag(node, f"rewrites `{sub.attr}`")
+            _assignment_flags(node, roots, flag)
         elif isinstance(node, ast.Attribute):
-            dotted = _dotted(node)
-            if node.attr in IPYTHON_HOOKS and isinstance(node.ctx, ast.Load):
-                flag(node, f"uses IPython/sys hook `{dotted}`")
-            if node.attr in _shortcut_names(grade_id):
-                flag(node, f"whole-solution shortcut: uses `{dotted}`")
-            elif _root(node) in course_aliases and isinstance(node.ctx, ast.Load):
-                flag(node, f"uses the course's helper `{dotted}` in an answer")
-            elif node.attr == grade_id and _root(node) in roots:
-                flag(node, f"calls a library `{dotted}` instead of writing `{grade_id}`")
-            if node.attr in ("_exit", "system", "popen", "kill", "settrace", "setprofile"):
-                flag(node, f"calls `{dotted}`")
-            if dotted in INSTRUMENTATION:
-                flag(node, f"uses `{dotted}` ({INSTRUMENTATION[dotted]})")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in RISKY_CALLS:
-                flag(node, f"calls `{node.func.id}` ({RISKY_CALLS[node.func.id]})")
-            if node.func.id == "open":
-                flag(node, "opens a file")
-        elif isinstance(node, ast.FunctionDef) and node.name in COMPARISON_DUNDERS:
-            flag(node, f"defines `{node.name}` (objects that fool comparisons)")
-        elif isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                if _dotted(base).endswith(("ndarray", "Tensor", "float", "list", "tuple")):
-                    flag(node, f"subclasses `{_dotted(base)}` (objects that fool comparisons)")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if SECRET_WORDS.search(node.value):
-                flag(node, f"mentions a grading path: {node.value[:60]!r}")
-        elif isinstance(node, ast.Global) and set(node.names) & exercises:
-            flag(node, f"rebinds exercise names globally: {sorted(set(node.names) & exercises)}")
+            _attribute_flags(node, grade_id, roots, course_aliases, flag)
+        else:
+            _other_flags(node, exercises, flag)
     return list(dict.fromkeys(flags))
 
 

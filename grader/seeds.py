@@ -14,11 +14,18 @@ OUT records it before any notebook is graded (``OUT/work/seed.json``).
 import json
 import os
 import secrets
+import zlib
 from pathlib import Path
 
 from grader.cli import UserError
 
 FILE = Path("work") / "seed.json"
+
+
+def derived(*parts) -> int:
+    """A 32-bit seed of ``parts`` (the run's seed, a student, a check...): the same on every
+    machine and in every process, unlike ``hash()``."""
+    return zlib.crc32(":".join(map(str, parts)).encode())
 
 
 def recorded(out: Path) -> int | None:

@@ -252,6 +252,12 @@ def options_help() -> str:
     return "\n".join(lines)
 
 
+def course_id(path=REPO_ROOT) -> str:
+    """The course id, from its one source: ``c.CourseDirectory.course_id``, which nbgrader's
+    own apps read too."""
+    return PyFileConfigLoader(CONFIG_FILE, path=str(path)).load_config().CourseDirectory.course_id
+
+
 def load(overrides: dict | None = None, path=REPO_ROOT, argv: list[str] = ()) -> GraderSettings:
     """The settings from ``path/nbgrader_config.py``, then ``argv`` (options as
     :func:`split_argv` picks them), then ``overrides`` (None values skipped)."""

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from grader import course, needs, release, scan
+from grader.course import grade_id, nbgrader_meta
 from grader.hidden import shortcuts
 from grader.judge import verify_calls
 from grader.release import METADATA_KEY as RELEASE_KEY
@@ -84,19 +85,15 @@ def model(notebook: str, folder: Path) -> Trusted:
     text = (folder / notebook / f"{notebook}.ipynb").read_text()
     base = nbformat.reads(text, as_version=4)
     source = nbformat.read(course.source_path(notebook), as_version=4)
-    source_cells = {
-        c.metadata.get("nbgrader", {}).get("grade_id"): c.source
-        for c in source.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id")
-    }
-    release_cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in base.cells}
+    source_cells = {grade_id(c): c.source for c in source.cells if grade_id(c)}
+    release_cells = {grade_id(c): c for c in base.cells}
     exercises = course.exercises(notebook)
     tests = []
     for ex in exercises:
         for gid in ex.test_ids:
             src = source_cells[gid]
             verifies = tuple(verify_calls(src)) if "HIDDEN TESTS" in src else ()
-            points = float(release_cells[gid].metadata.nbgrader["points"])
+            points = float(nbgrader_meta(release_cells[gid])["points"])
             tests.append(
                 TestCell(
                     gid,
@@ -107,11 +104,9 @@ def model(notebook: str, folder: Path) -> Trusted:
                     verifies,
                 )
             )
-    order = [c.metadata.get("nbgrader", {}).get("grade_id") for c in base.cells]
+    order = [grade_id(c) for c in base.cells]
     tests.sort(key=lambda t: order.index(t.id))
-    imports = "\n".join(
-        c.source for c in base.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "imports"
-    )
+    imports = "\n".join(c.source for c in base.cells if grade_id(c) == "imports")
     return Trusted(
         notebook,
         text,

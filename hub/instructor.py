@@ -15,25 +15,37 @@ The commands run as an instructor, in a terminal of their Lab (``python -m hub .
 ``grade`` collects the submissions and grades them with the course grader (sandboxed), never
 stock ``nbgrader autograde``, and ``feedback`` renders nbgrader's feedback from the graded
 notebooks and releases it to the students' Assignments tab.
+
+Deadlines hold on the hub: collect (``ReceivedCollect``) records when the exchange received
+each submission from the file system's change times, which the student cannot set, and the
+course grader takes that time over the student's own ``timestamp.txt`` (``grader.deadlines``);
+nbgrader's feedback states it and takes off the late penalty (``LateWork``).
 """
 
+import functools
 import os
+import pwd
 import shutil
+import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2.filters
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
-from nbgrader.utils import parse_utc
-from traitlets import default
+from nbgrader.exchange.default import ExchangeCollect
+from nbgrader.utils import ignore_patterns, parse_utc
+from traitlets import Unicode, default
 
 from attnlib.lab import write_profile
-from grader import bundle, course, formgrader, gradebook, settings, trusted
+from grader import bundle, course, csvfile, deadlines, formgrader, gradebook, settings, trusted
 from grader.configfile import config_file
-from hub import graderun
+from grader.totals import current as current_grades
+from hub import graderun, nofollow
 from hub.settings import REPO_ROOT, Settings
 
 # Kept next to the graded notebook, as nbgrader's own autograde keeps them: generate_feedback
@@ -76,10 +88,16 @@ def _nbgrader_config(s: Settings) -> str:
     values = {
         "CourseDirectory": course_directory,
         "Exchange": {"root": str(s.exchange)},
+        "ExchangeFactory": {"collect": f"{__name__}.{ReceivedCollect.__name__}"},
+        "ReceivedCollect": {"out": str(s.grading)},
         "Autograde": {"exporter_class": f"{__name__}.{HubGraderOnly.__name__}"},
-    }
+        "GenerateFeedback": {"preprocessors": FEEDBACK_PREPROCESSORS},
+        "LateWork": {"out": str(s.grading), "course": str(s.private_course)},
+        "HTMLExporter": {"filters": {"float": f"{__name__}.score_float",
+                                     "round": f"{__name__}.score_round"}},
+    }  # fmt: skip
     header = "Written by `python -m hub start`: nbgrader for the instructors' servers."
-    return config_file(header, values) + FEEDBACK_CONFIG
+    return config_file(header, values)
 
 
 def _student_config(s: Settings) -> str:
@@ -165,13 +183,141 @@ def release(s: Settings, assignments: list[str]) -> int:
         if code := _nbgrader(s, "release_assignment", a):
             return code
         print(f"released {a} to the exchange: attendees see it in their Assignments tab")
+    _seal_inbound(s)
     return 0
+
+
+def _seal_inbound(s: Settings) -> None:
+    """Add the sticky bit to nbgrader's inbound folder (2733: attendees may drop a submission
+    but not list or read others'), so no attendee can rename or remove another's either
+    (nbgrader relies on names nobody can guess). Only its owner, the first to release, can."""
+    inbound = s.exchange / s.course_id / "inbound"
+    info = os.stat(inbound)
+    if info.st_uid == os.geteuid():
+        os.chmod(inbound, stat.S_IMODE(info.st_mode) | stat.S_ISVTX)
+
+
+class ReceivedCollect(ExchangeCollect):
+    """nbgrader's collect (``ExchangeFactory.collect`` on the hub) that takes a submission
+    only from the attendee it names, and records, for each submission it copies, when the
+    exchange received it (``grader.deadlines`` reads it).
+
+    nbgrader takes the student from the inbound folder's name, which the submitter writes:
+    a folder counts only when it is a real folder (no link in it) made by the unix account
+    of that name (attendees are unix users named after their hub name). Any other is left
+    in place, said in one line and listed in ``OUT/report/refused_submissions.csv``."""
+
+    out = Unicode(help="The course grader's OUT, where the times are recorded.").tag(config=True)
+
+    def init_src(self):
+        self._refused = []
+        super().init_src()
+        hidden = Path(self.inbound_path).glob(f".*+{self.coursedir.assignment_id}+*")
+        for path in sorted(hidden):  # `..`: nbgrader's glob skips these; say so
+            self._refuse(str(path), "a hidden name (nbgrader collects none)")
+        self.src_records = [r for r in self.src_records if r["username"] is not None]
+        _write_refusals(Path(self.out), self.coursedir.assignment_id, self._refused)
+
+    # Overrides nbgrader internals (pinned in pyproject.toml); exercised by
+    # tests/test_hub_exchange.py::test_a_submission_counts_only_for_the_attendee_who_made_it
+    def _path_to_record(self, path):
+        claimed = os.path.basename(path).rsplit("+", 3)[0]
+        reason = refusal(Path(path), claimed)
+        if not reason:
+            try:
+                return super()._path_to_record(path)
+            except (ValueError, OverflowError):  # the name's timestamp is no time
+                reason = "its name holds no submission time"
+        self._refuse(path, reason)
+        return {"username": None, "filename": path, "timestamp": datetime.min}  # init_src drops it
+
+    def _refuse(self, path: str, reason: str) -> None:
+        self.log.warning("refused %s: %s; left in place", path, reason)
+        self._refused.append((os.path.basename(path), reason))
+
+    def copy_files(self):
+        for rec in self.src_records:  # a copy interrupted before its record: copy it again
+            student = rec["username"]
+            dest = self.coursedir.format_path(
+                self.coursedir.submitted_directory, student, self.coursedir.assignment_id
+            )
+            if os.path.isdir(dest) and not self._record(student).is_file():
+                shutil.rmtree(dest)
+        super().copy_files()
+        _write_refusals(Path(self.out), self.coursedir.assignment_id, self._refused)
+
+    def do_copy(self, src, dest, log=None):
+        """nbgrader's copy (its size limits and ignore patterns), never following a link: the
+        attendee may swap one in after ``refusal`` looked. A folder over the limits or with a
+        link is refused, not collected, and the other submissions are collected."""
+        record = self._record(Path(dest).parent.name)
+        record.unlink(missing_ok=True)
+        c = self.coursedir
+        try:
+            if self.get_size(src) > 1000 * c.max_dir_size:
+                return self._refuse(src, "larger than CourseDirectory.max_dir_size allows")
+            ignore = ignore_patterns(c.ignore, c.include, c.max_file_size, self.log)
+            nofollow.copy_tree(src, dest, ignore)
+        except OSError as err:
+            shutil.rmtree(dest, ignore_errors=True)
+            return self._refuse(src, str(err))
+        deadlines.write_received(record, received_at(Path(src), Path(dest)))
+
+    def _record(self, student: str) -> Path:
+        return deadlines.received_record(Path(self.out), student, self.coursedir.assignment_id)
+
+
+def refusal(folder: Path, claimed: str) -> str:
+    """Why the inbound ``folder`` does not count as ``claimed``'s submission ("" if it does):
+    read without following links, so a link cannot lend it another owner or contents (a link
+    inside would copy whatever the instructor can read, e.g. the solutions)."""
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        return "a link or file, not a folder"
+    try:
+        maker = pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        maker = f"uid {info.st_uid}"
+    if maker != claimed:
+        return f"it names {claimed!r} but {maker!r} made it"
+    for inner, dirs, files in os.walk(folder):
+        links = [n for n in dirs + files if os.path.islink(os.path.join(inner, n))]
+        if links:
+            return f"it holds a link ({Path(inner, links[0]).relative_to(folder)})"
+    return ""
+
+
+REFUSED_COLUMNS = ["notebook", "folder", "reason"]
+
+
+def _write_refusals(out: Path, assignment: str, refused: list[tuple[str, str]]) -> None:
+    """This collect's refusals replace the notebook's earlier ones (a rerun says it again)."""
+    path = out / "report" / "refused_submissions.csv"
+    earlier = csvfile.read(path) if path.is_file() else []
+    rows = [r for r in earlier if r["notebook"] != assignment]
+    rows += [{"notebook": assignment, "folder": f, "reason": why} for f, why in refused]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    csvfile.write(path, REFUSED_COLUMNS, rows)
+
+
+def received_at(src: Path, dest: Path) -> datetime:
+    """The latest status change (ctime) of the inbound folder ``src`` and of everything
+    copied from it into ``dest``, links followed and not, read after the copy. The kernel
+    sets a ctime on every change and no student can set it back (``touch -d`` sets atime and
+    mtime, and changes the ctime to now), so nothing collected changed after this time."""
+    times = []
+    for path in [src, *(src / p.relative_to(dest) for p in dest.rglob("*"))]:
+        for follow in (True, False):
+            try:
+                times.append(os.stat(path, follow_symlinks=follow).st_ctime)
+            except OSError:
+                pass  # removed since the copy: its folder's ctime is later
+    return datetime.fromtimestamp(max(times, default=datetime.now(UTC).timestamp()), UTC)
 
 
 def _stage(s: Settings, assignment: str) -> list[str]:
     """Copy each collected ``submitted/<student>/<assignment>/`` into ``collected/`` without
-    its secret, keeping the exchange's ``timestamp.txt`` (``grader.deadlines``); return the
-    students."""
+    its secret; return the students. Their times are ``ReceivedCollect``'s records."""
     students = []
     for folder in sorted((s.course_root / "submitted").glob(f"*/{assignment}")):
         student = folder.parent.name
@@ -183,8 +329,9 @@ def _stage(s: Settings, assignment: str) -> list[str]:
 
 
 def _record_submissions(s: Settings, assignment: str, students: list[str]) -> None:
-    """Give each graded submission its nbgrader timestamp and files, so formgrader counts it
-    as autograded and generate_feedback / release_feedback work on it."""
+    """Give each graded submission its nbgrader timestamp (the exchange's, as grading took it)
+    and files, so formgrader counts it as autograded and generate_feedback / release_feedback
+    work on it."""
     with Gradebook(gradebook.db_url(s.grading), s.course_id) as gb:
         for student in students:
             submitted = s.course_root / "submitted" / student / assignment
@@ -192,7 +339,8 @@ def _record_submissions(s: Settings, assignment: str, students: list[str]) -> No
             stamp = submitted / "timestamp.txt"
             if not graded.is_dir() or not stamp.is_file():
                 continue
-            timestamp = parse_utc(stamp.read_text().strip())
+            received = deadlines.received(s.grading, student, assignment)
+            timestamp = parse_utc(received["time"] if received else stamp.read_text().strip())
             gb.update_or_create_submission(assignment, student, timestamp=timestamp)
             for name in SUBMISSION_FILES:
                 if (submitted / name).is_file():
@@ -245,6 +393,45 @@ def totals(s: Settings) -> int:
     return subprocess.run(cmd, cwd=s.private_course).returncode
 
 
+class LateWork(Preprocessor):
+    """Runs after nbgrader's GetGrades in generate_feedback: states when the notebook was
+    handed in and due (``grader.deadlines.describe``) and takes off the late penalty, as the
+    course grader's feedback and CSVs do (``grader totals``, with the course's settings)."""
+
+    out = Unicode(help="The course grader's OUT.").tag(config=True)
+    course = Unicode(help="The course whose nbgrader_config.py holds the grader's settings.").tag(
+        config=True
+    )
+
+    @default("enabled")
+    def _on(self):
+        return True
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        late = _late_work(self.out, self.course)
+        handed, penalty = late.get((info["student"], info["notebook"]), ("", 0.0))
+        if handed:
+            nb.cells.insert(0, new_markdown_cell(f"**{handed}**"))
+        info["score"] -= penalty
+        info["late_penalty"] += penalty  # nbgrader's template shows it when above 0
+        return nb, resources
+
+
+@functools.cache
+def _late_work(out: str, course_root: str) -> dict:
+    """{(student, notebook): (the handed-in line, points taken off)}, as `grader totals`
+    computes them: once per generate_feedback run."""
+    grader_settings = settings.load(path=Path(course_root))
+    _results, rows, _notebooks, extra = current_grades(Path(out), grader_settings)
+    taken = {
+        (r["student"], r["notebook"]): -float(r["points"])
+        for r in rows
+        if r["exercise"] == deadlines.LATE_ROW
+    }
+    return {key: (e["handed"], taken.get(key, 0.0)) for key, e in extra.items()}
+
+
 class Pending(str):
     """A score still to be given by hand, as nbgrader's feedback template shows it."""
 
@@ -293,12 +480,12 @@ def score_round(value, precision=0, method="common"):
     return jinja2.filters.do_round(value, precision, method)
 
 
-FEEDBACK_CONFIG = (
-    "c.GenerateFeedback.preprocessors = ['nbgrader.preprocessors.GetGrades', "
-    f"'{__name__}.MarkPending', 'nbconvert.preprocessors.CSSHTMLHeaderPreprocessor']\n"
-    f"c.HTMLExporter.filters = {{'float': '{__name__}.score_float', "
-    f"'round': '{__name__}.score_round'}}\n"
-)
+FEEDBACK_PREPROCESSORS = [
+    "nbgrader.preprocessors.GetGrades",
+    f"{__name__}.{LateWork.__name__}",  # before MarkPending, which makes the score text
+    f"{__name__}.{MarkPending.__name__}",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
 
 
 def feedback(s: Settings, assignments: list[str]) -> int:

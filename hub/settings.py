@@ -13,10 +13,9 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from traitlets.config.loader import PyFileConfigLoader
-
 from grader.cli import UserError
-from grader.course import REPO_ROOT  # hub/ and grader/ always sit in one checkout
+from grader.course import REPO_ROOT  # noqa: F401 (hub/ and grader/ always sit in one checkout)
+from grader.settings import course_id
 
 DEFAULT_ROOT = Path("/opt/attention-course")
 ROOT_VARIABLE = "ATTN_HUB_ROOT"
@@ -25,12 +24,6 @@ ROOT_VARIABLE = "ATTN_HUB_ROOT"
 def proxy_command() -> Path:
     """configurable-http-proxy, as `make hub-setup` installs it (npm) next to the venv."""
     return Path(sys.prefix, "chp", "node_modules", ".bin", "configurable-http-proxy")
-
-
-def course_id(repo: Path = REPO_ROOT) -> str:
-    """The course id set in the course's ``nbgrader_config.py``."""
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(repo)).load_config()
-    return config.CourseDirectory.course_id
 
 
 @dataclass

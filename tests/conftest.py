@@ -38,6 +38,21 @@ SLOW_MODULES = {
                 "test_sandbox", "test_attacks_leaks", "test_attacks_limits", "test_autograde"},
 }  # fmt: skip
 SLOW_FIXTURES = {"graded": "graded", "small_class": "grading"}
+# Quick modules' tests that build a release (notebooks/ or the trusted release cache, cold in a
+# fresh clone), start a kernel, or run a notebook's experiment on the shipped weights.
+SLOW_TESTS = {
+    "test_release_sync": {"test_release_is_up_to_date"},
+    "test_gradebook": {"test_trusted_facts_are_read_without_importing_torch",
+                       "test_jobs_likely_to_run_in_full_start_first"},
+    "test_needs": {"test_every_demo_mark_holds_for_the_solutions",
+                   "test_a_student_answer_keeps_the_demo_cell_whose_name_it_reads",
+                   "test_an_unclear_answer_or_the_setting_runs_every_cell"},
+    "test_kvcache": {"test_the_eviction_claims_of_notebook_09_hold_for_the_shipped_weights"},
+    "test_checks_framework": {
+        "test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel",
+        "test_cells_after_a_failed_check_point_back_to_it_in_one_line",
+        "test_a_long_message_wraps_and_the_learner_s_warnings_join_it_in_a_real_kernel"},
+}  # fmt: skip
 
 
 def pytest_collection_modifyitems(items):
@@ -45,6 +60,8 @@ def pytest_collection_modifyitems(items):
         module = item.module.__name__.rpartition(".")[2]
         marks = {mark for mark, modules in SLOW_MODULES.items() if module in modules}
         marks |= {mark for name, mark in SLOW_FIXTURES.items() if name in item.fixturenames}
+        if item.originalname in SLOW_TESTS.get(module, ()):
+            marks.add("slow")
         for mark in sorted(marks):
             item.add_marker(mark)
 

@@ -3,24 +3,34 @@
 On a copy of the small graded class (``fixtures/small_class.py``), alice and bob hand in
 again with nbgrader's ``timestamp.txt``: alice 3 hours after the due date, bob before it.
 The rerun reuses their results (a due date is no part of a grade), records the times, and
-`totals` applies the policy as the settings then are.
+`totals` applies the policy as the settings then are. On the workshop server's exchange, a
+late attendee's forged times change nothing (the last test).
 """
 
+import html
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
+from fixtures import hub_exchange
+from fixtures.adversarial import honest
+from fixtures.hub_exchange import STUDENT, as_user, home, release, submit
 from fixtures.small_class import AUTOGRADED, NB, copy_out
+from nbgrader.api import Gradebook
 
-from grader import csvfile, deadlines
+from grader import csvfile, deadlines, gradebook
 from grader.course import REPO_ROOT
+from hub import instructor
 
 DUE = f'--GraderSettings.due_dates={{"{NB}": "2026-12-01 13:00 +01:00"}}'  # 12:00 UTC
 PER_HOUR = ["--GraderSettings.late_policy=per_hour", "--GraderSettings.late_penalty=0.1"]
+hub_root = hub_exchange.hub_root  # the fixture
 
 
 def _cli(*args, check=True):
@@ -130,3 +140,62 @@ def test_due_dates_extensions_and_file_times(tmp_path):
     assert found["source"] == f"modification time of {NB}.ipynb"
     (tmp_path / "ada" / "timestamp.txt").write_text("not a time")
     assert deadlines.submission_time(tmp_path / "ada", NB, f"{NB}.ipynb") == found
+
+
+# --- the workshop server: the exchange's time, and nbgrader's feedback -------------------
+
+
+@pytest.mark.grading  # grades one notebook (about a minute on a busy machine)
+@pytest.mark.skipif(os.geteuid() != 0, reason="submits as another unix user: run as root")
+def test_on_the_hub_a_forged_submission_time_is_still_late(hub_root):
+    """An attendee submits through nbgrader's own ExchangeSubmit half an hour after the due date,
+    then forges the inbound folder as their unix user: timestamp.txt and the folder's name
+    dated a day before the due date, every file's times set back (``touch -d``). The hub's
+    collect records the exchange's file-system time; grading (the real CLI on the staged
+    class) and nbgrader's feedback (generate_feedback with the hub's config) find it late,
+    with the course grader's line and points. No hub runs (its module start costs minutes)."""
+    s = hub_root
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    due, forged = now - timedelta(minutes=30), now - timedelta(days=1)  # late by 30-31 min
+    settings = {"due_dates": {NB: f"{due:%Y-%m-%d %H:%M}"}, "late_policy": "per_hour",
+                "late_penalty": 0.1}  # fmt: skip
+    release(s, settings)
+    submitted_from = datetime.now(UTC)
+    folder = submit(s, STUDENT, home(s, STUDENT, honest(NB)))
+    inbound = folder.parent
+    stamp = f"{forged:%Y-%m-%d %H:%M:%S}.000000 UTC"
+
+    def forge():
+        renamed = folder.rename(inbound / f"{STUDENT}+{NB}+{stamp}+forged")
+        (renamed / "timestamp.txt").write_text(stamp)
+        for path in [*renamed.iterdir(), renamed]:
+            os.utime(path, (forged.timestamp(), forged.timestamp()))
+
+    as_user(forge)
+    forged_by = datetime.now(UTC)
+    assert instructor._nbgrader(s, "collect", NB, "--update") == 0
+    assert instructor._stage(s, NB) == [STUDENT]
+    staged = s.collected / STUDENT / NB
+    assert (staged / "timestamp.txt").read_text() == stamp, "the forgery reached the grader"
+
+    options = [f"--GraderSettings.{k}={json.dumps(v) if isinstance(v, dict) else v}"
+               for k, v in settings.items()]  # fmt: skip
+    _cli("autograde", s.collected, "--out", s.grading, "--quiet", "--cell-timeout", 15, *options)
+    recorded = json.loads((s.grading / "work" / "times.json").read_text())[STUDENT][NB]
+    assert recorded["source"] == deadlines.RECEIVED
+    assert submitted_from <= datetime.fromisoformat(recorded["time"]) <= forged_by, recorded
+    (late,) = [r for r in _rows(s.grading) if r["exercise"] == deadlines.LATE_ROW]
+    assert "(file-system time of the hub's exchange)" in late["message"]
+    assert "1 hour late; penalty 10%" in late["message"] and float(late["points"]) < 0
+
+    instructor._record_submissions(s, NB, [STUDENT])
+    with Gradebook(gradebook.db_url(s.grading), s.course_id) as gb:  # what formgrader shows
+        shown = gb.find_submission(NB, STUDENT).timestamp
+    assert f"{shown:%F %T}" == f"{datetime.fromisoformat(recorded['time']):%F %T}"
+    assert instructor._nbgrader(s, "generate_feedback", NB, "--force") == 0
+    page = (s.course_root / "feedback" / STUDENT / NB / f"{NB}.html").read_text()
+    assert html.escape(late["message"], quote=False) in page, "not the course grader's line"
+    assert f"Late submission penalty (Score: {float(late['points']):g})" in page
+    (total,) = _rows(s.grading, "totals.csv")
+    score = re.search(r"\(Score: ([\d.]+)(?: \+ [\d.]+ pending)? / [\d.]+\)", page)
+    assert score and float(score.group(1)) == pytest.approx(float(total[NB]), abs=0.01)

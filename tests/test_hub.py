@@ -601,6 +601,8 @@ def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tm
     s = hub_settings.Settings(root=tmp_path / "root")
     copy_out(small_class, s.grading)
     (s.course_root / "nbgrader_config.py").unlink()  # it names the original's folders
+    s.private_course.mkdir(parents=True)  # the course's settings (no due dates), as the hub's
+    shutil.copyfile(REPO_ROOT / "nbgrader_config.py", s.private_course / "nbgrader_config.py")
     (s.profiles / "instructor").mkdir(parents=True)
     (s.profiles / "instructor" / "nbgrader_config.py").write_text(instructor._nbgrader_config(s))
     assert instructor._nbgrader(s, "generate_feedback", NB, "--force") == 0

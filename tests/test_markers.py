@@ -1,10 +1,14 @@
 """`make test-fast` leaves out what is slow (the graded batch, grading, the hub, the browser,
-the bundle's venv) by the markers tests/conftest.py sets, and keeps the quick tests."""
+the bundle's venv, and by name the quick modules' tests that build a release, start a kernel
+or run a notebook's experiment) by the markers tests/conftest.py sets, and keeps the quick
+tests."""
 
 import re
 import subprocess
 import sys
 import tomllib
+
+from conftest import SLOW_TESTS
 
 from grader.course import REPO_ROOT
 
@@ -27,8 +31,14 @@ def test_make_test_fast_leaves_out_every_registered_marker():
 
 def test_the_fast_subset_keeps_quick_tests_and_leaves_out_slow_ones():
     """Collected with the recipe's expression: no hub test, no test of the graded batch, every
-    test of test_pins.py and the tests of test_intake.py that grade nothing."""
-    files = ["tests/test_hub.py", "tests/test_pins.py", "tests/test_intake.py"]
+    test of test_pins.py, the tests of test_intake.py that grade nothing, and test_release_sync
+    without the test that builds a release."""
+    files = [
+        "tests/test_hub.py",
+        "tests/test_pins.py",
+        "tests/test_intake.py",
+        "tests/test_release_sync.py",
+    ]
     collected = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
          "-m", _fast_expression(), *files],
@@ -39,6 +49,19 @@ def test_the_fast_subset_keeps_quick_tests_and_leaves_out_slow_ones():
     assert len([i for i in ids if i.startswith("tests/test_pins.py")]) >= 10
     intake = [i for i in ids if i.startswith("tests/test_intake.py")]
     assert intake and not [i for i in intake if "graded" in _fixtures_of(i)], intake
+    sync = [i.split("::")[1] for i in ids if i.startswith("tests/test_release_sync.py")]
+    assert "test_release_is_up_to_date" not in sync and "test_no_outputs_are_committed" in sync
+
+
+def test_every_test_marked_slow_by_name_exists():
+    """SLOW_TESTS names the tests of quick modules that cost a minute or more from a clean
+    clone (they build notebooks/ or the trusted release cache, keyed by the content of
+    solutions/ and grader/), start kernels, or run notebook 09's eviction experiment on the
+    shipped weights. A renamed one would silently join `make test-fast`."""
+    for module, names in SLOW_TESTS.items():
+        text = (REPO_ROOT / "tests" / f"{module}.py").read_text()
+        gone = [n for n in sorted(names) if not re.search(rf"^def {n}\(", text, re.M)]
+        assert not gone, f"tests/{module}.py has no {gone}: update SLOW_TESTS in conftest.py"
 
 
 def _fixtures_of(test_id: str) -> str:

@@ -63,7 +63,7 @@ RECIPES = {
     "update": "$(PY) -m attnlib.lab update",
     "reset": "$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)",
     "test": "$(PY) -m pytest",
-    "test-fast": '$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle)"',
+    "test-fast": '$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle or slow)"',
     "bench": "$(PY) -m bench",
     "hub": "$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)",
     "hub-end": "$(PY) -m hub --root $(HUB_ROOT) end",

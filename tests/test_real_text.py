@@ -1,6 +1,8 @@
 """The real-text model (attnlib.realtext): its shipped weights, sample and card, and the
 helpers notebook 10 runs it through. No training here: `make data` retrains it."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -107,3 +109,68 @@ def test_windows_start_with_bos_and_copy_the_text():
     assert batch.shape == (4, 6) and (batch[:, 0] == realtext.BOS).all()
     loss = per_token_loss(torch.zeros(4, 6, realtext.N_TOKENS), batch)
     assert loss.shape == (4, 5)
+
+
+TRAINED_VARIANTS = [n for n in realtext.ARCHITECTURES if n != realtext.FULL]
+
+
+@pytest.mark.parametrize("name", TRAINED_VARIANTS)
+def test_each_architecture_loads_and_its_card_states_its_training_and_loss(name):
+    model, card = realtext.load_real_text(name), realtext.load_card(name)
+    assert card["recipe"] == json.loads(json.dumps(realtext.recipe(name)))  # as saved
+    assert sum(p.numel() for p in model.parameters()) == card["n_params"]
+    loss = realtext.held_out_loss(model)
+    assert loss == pytest.approx(card["held_out_loss"], abs=1e-3)
+    assert loss < card["baselines"]["unigram"] - 1.0  # clearly below the character frequencies
+    assert realtext.data_file(f"{name}.pt").stat().st_size < 2 * 2**20
+    markdown = realtext.data_file(f"model_card_{name}.md").read_text()
+    for number in (
+        f"{loss:.3f}",
+        f"{card['final_train_loss']:.3f}",
+        f"{card['train_seconds']:.1f} s",
+        f"{card['recipe']['optim']['steps']} steps",
+        card["machine"],
+    ):
+        assert number in markdown
+
+
+def test_the_windowed_model_ignores_keys_further_back_than_its_window():
+    windowed, full = realtext.load_real_text("real_text_window_32"), realtext.load_real_text()
+    tokens = realtext.eval_tokens(batch=1, T=100)
+    changed = tokens.clone()
+    changed[0, 20] = tokens[0, 20] % (realtext.N_TOKENS - 1) + 1  # another character
+    with torch.no_grad():
+        # 2 layers of window 32: position 20 reaches positions up to 20 + 2·31 = 82, not 99
+        assert torch.equal(windowed(tokens)[0, 99], windowed(changed)[0, 99])
+        assert not torch.equal(windowed(tokens)[0, 40], windowed(changed)[0, 40])
+        assert not torch.equal(full(tokens)[0, 99], full(changed)[0, 99])
+
+
+@pytest.mark.parametrize("n_kv_heads", [2, 1])
+def test_shared_kv_heads_serve_neighbouring_query_heads_as_grouped_query_attention_does(
+    n_kv_heads,
+):
+    """A model trained with n_kv_heads computes what a 4-head model computes with each KV
+    head copied to its group of query heads (g serves g·group … (g+1)·group − 1)."""
+    shared = realtext.load_real_text(f"real_text_kv_heads_{n_kv_heads}")
+    expanded = realtext.build_model()
+    state = shared.state_dict()
+    group = 4 // n_kv_heads
+    for key, W in state.items():
+        if key.endswith(("W_K.weight", "W_V.weight")):
+            assert W.shape == (n_kv_heads * 16, 64)
+            state[key] = W.view(n_kv_heads, 16, 64).repeat_interleave(group, 0).reshape(64, 64)
+    expanded.load_state_dict(state)
+    tokens = realtext.eval_tokens(batch=2, T=30)
+    with torch.no_grad():
+        assert (expanded(tokens) - shared(tokens)).abs().max() < 1e-5
+
+
+def test_unknown_architectures_are_refused_in_one_line():
+    with pytest.raises(ValueError, match="No real-text model 'gqa'"):
+        realtext.load_card("gqa")
+
+
+def test_kv_heads_that_do_not_divide_the_heads_are_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"n_heads \(4\) must be a multiple of n_kv_heads \(3\)"):
+        realtext.TinyTransformer(realtext.N_TOKENS, n_kv_heads=3)
