@@ -389,13 +389,19 @@ def _validate(path: str) -> dict:
 
 
 def _says_the_same(graded: str, validated: str) -> bool:
-    """The grader's message is in Validate's line; for a crash, the same function and error
+    """The grader's message is in Validate's line (an earlier exercise it blames named in
+    both, first or in the crash's hint); for a crash, the same function and error
     (the hint before the error may differ: in the learner's session it can name an earlier
     exercise that failed, which the grader's replay does not know); for a check that measures
     the function in the kernel, the grader's fixed message (the kernel's text is not shown); for
     a crash after a hidden check (its text withheld), the same function and error type."""
     if graded in validated or graded == FAILED_IN_KERNEL:
         return True
+    earlier = re.match(r"This check uses your (`\w+`), which [^:]*: \w+ \1 first\. ", graded)
+    if earlier:  # Validate names that exercise too, first or in its crash hint
+        return f"{earlier[1]} first" in validated and _says_the_same(
+            graded[earlier.end() :], validated
+        )
     withheld = re.fullmatch(rf"(`\w+`) raised (\w+): {re.escape(WITHHELD)}", graded)
     if withheld:  # after a hidden check only the error's type is known: the same in both
         return withheld[1] in validated and f"{withheld[2]}:" in validated

@@ -162,7 +162,7 @@ def test_a_check_behind_a_failed_earlier_exercise_names_it():
         ("", "Q, K, V = qkv(X, W_Q, W_K, W_V)\nS = Q @ K.T"),  # a demo cell
         ("scores", "def scores(S):\n    return S * 2"),
         ("test_scores", "checks.check_scores(scores, S)"),  # needs `project` through S
-        ("alone", "def alone(x):\n    return x"),
+        ("alone", "def alone(S):\n    K = S.T\n    return K"),  # its S and K are its own
         ("test_alone", "checks.check_alone(alone)"),
     ]
     says = "This check uses your `project`, which fails its own check: fix `project` first. "
@@ -174,7 +174,7 @@ def test_a_check_behind_a_failed_earlier_exercise_names_it():
         "test_qkv": says + "wrong",
         "test_qkv_hidden": says + "wrong",
         "test_scores": says + "wrong",
-        "test_alone": "wrong",  # does not use `project`
+        "test_alone": "wrong",  # does not use `project` (its parameter S is not the cell's S)
     }
     # `project` right (its checks pass): `qkv`'s message stands alone, `scores` names `qkv`
     assert _judged(cells, {"test_qkv", "test_scores"}) == {

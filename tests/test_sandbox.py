@@ -140,7 +140,7 @@ def test_stream_frames_are_bounded():
 
 
 def _request(imports):
-    return {"imports": imports, "tests": [], "records": {}, "seeds": {}}
+    return {"imports": imports, "tests": [], "cells": [], "records": {}, "seeds": {}}
 
 
 def test_judge_runs_in_a_process_with_a_time_limit():

@@ -133,6 +133,10 @@ def _names(statement) -> tuple[set, set, set]:
             bound.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        # Its parameters and locals are its own: a body's `X` is not the notebook's `X`.
+        params = {a.arg for a in ast.walk(statement.args) if isinstance(a, ast.arg)}
+        return read - bound - params, {statement.name}, set()
     return read, bound, changed - {None}
 
 
