@@ -115,12 +115,12 @@ def job_key(job: Job) -> str:
 # --------------------------------------------------------------------------- results
 
 
-def _rows(job: Job, points: dict, messages: dict, written: dict) -> list[dict]:
+def _rows(job: Job, points: dict, said: dict, written: dict) -> list[dict]:
     rows = []
     for ex in job.trusted.exercises:
         if ex.autograded:
             got = sum(points.get(t, 0.0) for t in ex.test_ids)
-            msg = next((messages[t] for t in ex.test_ids if messages.get(t)), "")
+            msg = next((said[t] for t in ex.test_ids if said.get(t)), "")
             rows.append(
                 {
                     "exercise": ex.grade_id,
@@ -612,7 +612,7 @@ def write(s: State) -> None:
         gid = grade_id(cell)
         if gid in s.found:
             answer_status[gid] = (s.status.get(idx), idx in clean)
-    points, messages = {}, {}
+    points, said = {}, {}
     for idx, cell in enumerate(s.nb.cells):
         gid = grade_id(cell)
         test = tests.get(gid)
@@ -626,7 +626,7 @@ def write(s: State) -> None:
         if s.tampered:
             passed, message = False, messages.TAMPERED
         points[gid] = test.points if passed else 0.0
-        messages[gid] = message
+        said[gid] = message
         cell.outputs = _verdict_outputs(passed, message)
         cell.execution_count = None
     s.flags += [f"{TAMPERED}: {reason}" for reason in s.tampered]
@@ -641,9 +641,9 @@ def write(s: State) -> None:
         "student": job.student,
         "notebook": job.notebook,
         "status": "graded",
-        "rows": _rows(job, points, messages, written),
+        "rows": _rows(job, points, said, written),
         "tests": {
-            g: {"points": points[g], "max_points": tests[g].points, "message": messages[g]}
+            g: {"points": points[g], "max_points": tests[g].points, "message": said[g]}
             for g in points
         },
         "flags": list(dict.fromkeys(s.flags)),
