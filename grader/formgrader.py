@@ -102,7 +102,7 @@ def _trusted_release(assignment: str) -> str:
 
 def prepare(out: Path, exchange: Path | None = None) -> Path:
     """Make OUT/nbgrader ready for formgrader; return the launch profile folder."""
-    root = out.resolve() / "nbgrader"
+    root = gradebook.write_config(out).resolve()
     for assignment, students in graded(out).items():
         source = root / "source" / assignment / f"{assignment}.ipynb"
         if not source.is_file():  # graded before the grader kept its release in OUT

@@ -48,11 +48,9 @@ def _resources(out: Path, assignment: str, student: str | None = None) -> dict:
     return {"nbgrader": info}
 
 
-def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
-    """Create the course folder, its config, and the assignments in the gradebook
-    (``releases``: {assignment: its trusted release notebook as JSON}). A new gradebook is
-    a copy of one made once per set of releases in ``cache`` (a folder), when given: making
-    one costs seconds (nbgrader runs the ``alembic`` command, then records every cell)."""
+def write_config(out: Path) -> Path:
+    """OUT/nbgrader with its nbgrader_config.py naming OUT where it is now (formgrader
+    rewrites it, so a moved or copied OUT never writes to the original's gradebook)."""
     course = out / "nbgrader"
     course.mkdir(parents=True, exist_ok=True)
     root = str(course.resolve())
@@ -63,6 +61,15 @@ def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
             {"CourseDirectory": course_directory},
         )
     )
+    return course
+
+
+def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
+    """Create the course folder, its config, and the assignments in the gradebook
+    (``releases``: {assignment: its trusted release notebook as JSON}). A new gradebook is
+    a copy of one made once per set of releases in ``cache`` (a folder), when given: making
+    one costs seconds (nbgrader runs the ``alembic`` command, then records every cell)."""
+    course = write_config(out)
     for assignment, text in releases.items():
         source = course / "source" / assignment / f"{assignment}.ipynb"
         source.parent.mkdir(parents=True, exist_ok=True)

@@ -39,8 +39,9 @@ def _recipe(target: str, out) -> list[str]:
 def formgrader(small_class, tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
-    server = Lab(_recipe("formgrader", small_class), REPO_ROOT, tmp_path_factory.mktemp("home"))
-    server.out = small_class
+    out = copy_out(small_class, tmp_path_factory.mktemp("formgrader") / "out")  # it grades by hand
+    server = Lab(_recipe("formgrader", out), REPO_ROOT, tmp_path_factory.mktemp("home"))
+    server.out = out
     yield server
     server.stop()
     assert server.proc.returncode is not None, "the formgrader server is still running"
