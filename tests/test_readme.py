@@ -22,7 +22,7 @@ COVERED = {
     "make reset": ("tests/test_workspace.py", '"make", "-s", "reset"'),
     "make release": ("tests/test_release_sync.py", "from grader.release import release"),
     "make grade": ("tests/fixtures/batch.py", '"-m", "grader", "autograde"'),
-    "make formgrader": ("tests/test_formgrader.py", '_recipe("formgrader", small_class)'),
+    "make formgrader": ("tests/test_formgrader.py", '_recipe("formgrader", out)'),
     "make totals": ("tests/test_formgrader.py", '"make", "-s", "totals"'),
     "make export": ("tests/test_totals_export.py", '_cli("export", out, "--roster", roster)'),
     "make bundle": ("tests/test_bundle.py", '"-m", "grader", "bundle"'),
