@@ -82,9 +82,16 @@ def config_path(s: Settings) -> list[Path]:
     return [s.profiles / "instructor", s.course_root / ".jupyter"]
 
 
+# On for both roles: nbgrader then takes the exchange's folders as `hub start` laid them out
+# (root's, see hub.exchange), where it would otherwise demand a root writable by everyone and
+# course folders owned by whoever releases. Its other effect, group-writable files, stays in
+# the instructors' folder (their group's) and in each attendee's home (their own group).
+GROUPSHARED = {"groupshared": True}
+
+
 def _nbgrader_config(s: Settings) -> str:
     course_directory = {"course_id": s.course_id, "root": str(s.course_root),
-                        "db_url": gradebook.db_url(s.grading)}  # fmt: skip
+                        "db_url": gradebook.db_url(s.grading)} | GROUPSHARED  # fmt: skip
     values = {
         "CourseDirectory": course_directory,
         "Exchange": {"root": str(s.exchange)},
@@ -105,7 +112,10 @@ def _student_config(s: Settings) -> str:
     course's nbgrader_config.py (as the student bundle carries them)."""
     return config_file(
         "Written by `python -m hub start`: nbgrader for the attendees' servers.",
-        {"CourseDirectory": {"course_id": s.course_id}, "Exchange": {"root": str(s.exchange)}}
+        {
+            "CourseDirectory": {"course_id": s.course_id} | GROUPSHARED,
+            "Exchange": {"root": str(s.exchange)},
+        }
         | bundle.validate_config(),
     )
 
@@ -179,22 +189,12 @@ def _nbgrader(s: Settings, *args: str) -> int:
 
 
 def release(s: Settings, assignments: list[str]) -> int:
+    """Into the exchange's ``outbound``, which ``hub.exchange`` laid out (any instructor)."""
     for a in assignments:
         if code := _nbgrader(s, "release_assignment", a):
             return code
         print(f"released {a} to the exchange: attendees see it in their Assignments tab")
-    _seal_inbound(s)
     return 0
-
-
-def _seal_inbound(s: Settings) -> None:
-    """Add the sticky bit to nbgrader's inbound folder (2733: attendees may drop a submission
-    but not list or read others'), so no attendee can rename or remove another's either
-    (nbgrader relies on names nobody can guess). Only its owner, the first to release, can."""
-    inbound = s.exchange / s.course_id / "inbound"
-    info = os.stat(inbound)
-    if info.st_uid == os.geteuid():
-        os.chmod(inbound, stat.S_IMODE(info.st_mode) | stat.S_ISVTX)
 
 
 class ReceivedCollect(ExchangeCollect):

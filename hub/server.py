@@ -3,11 +3,10 @@
 As root, it makes the two unix groups (everyone the hub makes; the instructors), a fresh
 release of ``solutions/`` published as the student materials (``ROOT/course``) and as the
 instructors' release folder, the course environment (``hub.environment``), nbgrader's
-exchange with the permissions nbgrader documents (writable by everyone; sticky, so nobody
-removes what others put there), the launch profiles, and the instructors' folder
-(``hub.instructor``). Then it replaces itself with ``jupyterhub`` (Ctrl-C stops the hub,
-every attendee's server and the proxy). Rerunning it keeps accounts, work, submissions and
-grades, and refreshes the course from the checkout.
+exchange with the course's folders owned by root and the instructors (``hub.exchange``), the
+launch profiles, and the instructors' folder (``hub.instructor``). Then it replaces itself
+with ``jupyterhub`` (Ctrl-C stops the hub, every attendee's server and the proxy). Rerunning
+it keeps accounts, work, submissions and grades, and refreshes the course from the checkout.
 """
 
 import grp
@@ -20,7 +19,7 @@ import sys
 from pathlib import Path
 
 from grader.release import release
-from hub import answers, environment, instructor, settings
+from hub import answers, environment, exchange, instructor, settings
 from hub.settings import REPO_ROOT, Settings
 
 CONFIG_FILE = Path(__file__).with_name("jupyterhub_config.py")
@@ -78,6 +77,7 @@ def lay_out(s: Settings) -> None:
     s.save()
     ensure_group(s.group, s.groups_file)
     gid = ensure_group(s.instructor_group, s.groups_file)
+    exchange.lay_out(s, gid)  # before anyone signs in: no attendee takes a folder first
     for path in answers.close_to_others():
         print(f"Made {path} unreadable to attendees (chmod o-rwx): it holds the answers.")
     print(f"Laying out {s.root}: the release, the course and the grading folder...", flush=True)
@@ -88,8 +88,6 @@ def lay_out(s: Settings) -> None:
           flush=True)  # fmt: skip
     # The instructors' copy first: only they can open it (it has the grader).
     environment.build_env(s.env, s.python_home, [s.private_course, s.course])
-    s.exchange.mkdir(exist_ok=True)
-    os.chmod(s.exchange, 0o1777)
     s.homes.mkdir(exist_ok=True)
     os.chmod(s.homes, 0o755)
     instructor.write_profiles(s)
