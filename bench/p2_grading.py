@@ -189,8 +189,8 @@ def _floor(jobs, workers: int) -> dict[str, float]:
         results = list(pool.map(grade, jobs))
     found: dict[str, list] = {}
     for r in results:
-        assert r["status"] == "graded", r["flags"]
-        found.setdefault(r["notebook"], []).append(r["timings"]["total"])  # as _per_notebook
+        assert r.status == "graded", r.flags
+        found.setdefault(r.notebook, []).append(r.timings["total"])  # as _per_notebook
     return {a: _mean(t) for a, t in found.items()}
 
 

@@ -37,6 +37,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from time import monotonic
 
@@ -151,10 +152,13 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _load_json(path: Path) -> dict | None:
+def _load_result(path: Path):
+    """The result kept at ``path``, or None (none, or unreadable: it is graded again)."""
+    from grader.result import Result
+
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return Result.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
@@ -185,7 +189,8 @@ def _stop_workers(pool) -> None:
 
 def _run_pool(todo, jobs: int, on_result, progress) -> None:
     """Grade ``todo`` in worker processes; a crashed pool is rebuilt and the rest retried."""
-    from grader.job import grade, missing_result
+    from grader.job import grade
+    from grader.result import not_graded
 
     attempts = {id(j): 0 for j in todo}
     while todo:
@@ -216,7 +221,7 @@ def _run_pool(todo, jobs: int, on_result, progress) -> None:
             if attempts[id(job)] >= 3:
                 on_result(
                     job,
-                    missing_result(
+                    not_graded(
                         job,
                         messages.CRASHED,
                         flags=["grader worker crashed 3 times"],
@@ -296,8 +301,10 @@ def _reusable(jobs, results_dir: Path, fresh: bool) -> tuple[dict, list]:
 
     results, todo = {}, []
     for job in jobs:
-        previous = None if fresh else _load_json(results_dir / job.student / f"{job.notebook}.json")
-        if previous and previous.get("key") == job_key(job):
+        previous = (
+            None if fresh else _load_result(results_dir / job.student / f"{job.notebook}.json")
+        )
+        if previous and previous.key == job_key(job):
             results[(job.student, job.notebook)] = previous
         else:
             todo.append(job)
@@ -309,14 +316,14 @@ def _writer(out: Path, results: dict):
     from grader import gradebook
 
     def on_result(job, result):
-        notebook = result.pop("autograded", None)
-        if notebook is not None:
+        if result.autograded is not None:
             path = out / "nbgrader" / "autograded" / job.student / job.notebook
-            _write_text(path / f"{job.notebook}.ipynb", notebook)
+            _write_text(path / f"{job.notebook}.ipynb", result.autograded)
+            result = replace(result, autograded=None)
         results[(job.student, job.notebook)] = result
         _write_text(
             out / "work" / "results" / job.student / f"{job.notebook}.json",
-            json.dumps(result, indent=1, sort_keys=True),
+            json.dumps(result.to_json(), indent=1, sort_keys=True),
         )
         gradebook.save(out, result)  # while the workers grade on, not after them
 
@@ -365,8 +372,8 @@ def _grade(todo, run_jobs, settings, on_result, progress) -> bool:
 def _summary(out: Path, results: dict, graded: str, sandboxed: bool) -> None:
     """What the run did (``graded``: how many, how long, where), wrote and flagged."""
     ordered = [results[k] for k in sorted(results)]
-    times = [r["timings"]["total"] for r in ordered if r["timings"].get("execute")]
-    flagged = sorted({r["student"] for r in ordered if r.get("flags")})
+    times = [r.timings["total"] for r in ordered if r.timings.get("execute")]
+    flagged = sorted({r.student for r in ordered if r.flags})
     print(graded + (f"; {sum(times) / len(times):.1f} s per notebook" if times else ""))
     if not sandboxed:
         print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")

@@ -156,7 +156,11 @@ def pids(folders: list[Path]) -> set[int]:
     return found
 
 
-def kill_until_gone(find, wait: float = 10) -> None:
+KILL_SECONDS = 10  # killing a process that forks as it dies ends within this, else give up
+REMOVE_SECONDS = 2  # a cgroup stays busy a moment after its last process was killed
+
+
+def kill_until_gone(find, wait: float = KILL_SECONDS) -> None:
     """SIGKILL the processes ``find()`` lists until it lists none, for ``wait`` seconds at
     most (a process may fork while it is being killed)."""
     deadline = time.monotonic() + wait
@@ -169,13 +173,13 @@ def kill_until_gone(find, wait: float = 10) -> None:
         time.sleep(0.1)
 
 
-def end_processes(folders: list[Path], wait: float = 10) -> None:
+def end_processes(folders: list[Path], wait: float = KILL_SECONDS) -> None:
     """Kill every process still in the folders, and wait until they are gone (a cgroup is
     removable only then)."""
     kill_until_gone(lambda: pids(folders), wait)
 
 
-def remove(folders: list[Path], wait: float = 2) -> None:
+def remove(folders: list[Path], wait: float = REMOVE_SECONDS) -> None:
     """Remove the folders (a cgroup stays busy a moment after its last process was killed)."""
     deadline = time.monotonic() + wait
     for folder in folders:

@@ -37,8 +37,9 @@ from dask.distributed import Client, KilledWorker, get_worker, wait
 
 from grader import judge, sandbox
 from grader.cli import UserError
-from grader.job import grade, job_key, missing_result
+from grader.job import grade, job_key
 from grader.messages import CRASHED
+from grader.result import not_graded
 
 CONNECT_SECONDS = 10
 RETRIES = 2
@@ -113,7 +114,7 @@ def _outcome(job, future) -> dict:
         flag = f"Dask workers died {err.allowed_failures + 1} times grading this notebook"
     else:
         flag = f"grader error on a Dask worker: {type(err).__name__}: {err}"[:600]
-    return missing_result(job, CRASHED, flags=[flag])
+    return not_graded(job, CRASHED, flags=[flag])
 
 
 def _wait_for_some(client, pending: set, idle: dict) -> set:

@@ -125,14 +125,14 @@ class Plan:
 class SandboxedExecute(Execute):
     """nbgrader's Execute with a fault-tolerant, deadline-aware, sandboxed cell loop."""
 
-    notebook_timeout = Integer(300, help="Seconds for the whole notebook.").tag(config=True)
-    max_output_chars = Integer(100_000, help="Output kept per cell.").tag(config=True)
-    max_restarts = Integer(4, help="Kernel restarts before giving up.").tag(config=True)
-
-    def __init__(self, **kwargs):
+    def __init__(self, settings: dict, **kwargs):
+        """``settings``: the job's GraderSettings snapshot, the one source of its limits."""
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         kwargs.setdefault("kernel_name", "python3")
-        super().__init__(**kwargs)
+        super().__init__(timeout=settings["cell_timeout"], **kwargs)
+        self.notebook_timeout = settings["notebook_timeout"]  # seconds for the whole notebook
+        self.max_output_chars = settings["max_output_chars"]  # output kept per cell
+        self.max_restarts = settings["max_restarts"]  # kernel restarts before giving up
         # Overrides nbclient internals (pinned in pyproject.toml); exercised by
         # tests/test_autograde.py::test_pinned_points_flags_and_messages (loop_in_cell)
         self.error_on_timeout = {"ename": TIMEOUT_ENAME, "evalue": "", "traceback": []}
@@ -325,7 +325,7 @@ class SandboxedExecute(Execute):
 
 
 def _lost(plan: Plan, status: dict) -> bool:
-    """A run without demo cells stands only if every cell ends well (``grader.job.confirm``):
+    """A run without demo cells stands only if every cell ends well (``grader.job.stands``):
     after one that did not, the rest of it is wasted, as the full run follows."""
     return bool(plan.skip) and any(st.get("status") != "ok" for st in status.values())
 

@@ -25,6 +25,7 @@ from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 from grader import settings
 from grader.cli import UserError
 from grader.configfile import config_file
+from grader.result import GRADED, Result
 
 COURSE_ID = settings.course_id()
 
@@ -115,15 +116,15 @@ def _template(cache: Path, releases: dict) -> Path:
     return path
 
 
-def save(out: Path, result: dict) -> dict:
+def save(out: Path, result: Result) -> dict:
     """Record one graded notebook; return {grade_id: manual score} for written answers."""
-    student, assignment = result["student"], result["notebook"]
+    student, assignment = result.student, result.notebook
     path = out / "nbgrader" / "autograded" / student / assignment / f"{assignment}.ipynb"
     manual = {}
     with Gradebook(db_url(out), COURSE_ID) as gb:
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student)
-        if result.get("status") == "graded" and path.is_file():
+        if result.status == GRADED and path.is_file():
             nb = nbformat.read(path, as_version=4)
             SaveAutoGrades().preprocess(nb, _resources(out, assignment, student))
         else:  # not submitted or unreadable: zero every autograded cell

@@ -42,6 +42,7 @@ from grader import wire
 from grader.kernel.recorders import TAMPERED, signature
 
 EXCEEDED = "grading exceeded its limits"
+REAP_SECONDS = 5  # a killed judging process is gone well within this
 STARTUP_SECONDS = 300  # for the first judging process of a worker (its server imports torch)
 # What every judging process starts with (forked from a server that imported them once):
 # the judge, the hidden checks, and what the notebooks' trusted imports cells import; first,
@@ -611,7 +612,7 @@ def judge_bounded(request: dict, seconds: float, memory_mb: int) -> dict:
     finally:
         if process.is_alive():
             process.kill()
-        process.join(5)
+        process.join(REAP_SECONDS)
         mine.close()
     if result is None:
         result = {"exceeded": "time" if late else "memory"}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from grader import csvfile
 from grader.deadlines import LATE_ROW, describe
+from grader.result import GRADED, NO_RESULT, Result
 
 GRADES_COLUMNS = ["student", "notebook", "exercise", "points", "max_points", "message", "comment"]
 NOT_SUBMITTED = "Notebook not submitted."  # grader.job's message for a missing notebook
@@ -36,28 +37,28 @@ def _one_line(text) -> str:
     return " ".join(str(text).split())
 
 
-def rows(results: list[dict], manual: dict, comments: dict, late: dict) -> list[dict]:
+def rows(results: list[Result], manual: dict, comments: dict, late: dict) -> list[dict]:
     """grades.csv rows, sorted; per (student, notebook): ``manual`` holds formgrader scores,
     ``comments`` formgrader comments ({grade_id: text}), ``late`` its lateness when late
     under a penalty (``grader.deadlines.lateness``)."""
     out = []
-    for res in sorted(results, key=lambda r: (r["student"], r["notebook"])):
-        key = (res["student"], res["notebook"])
+    for res in sorted(results, key=lambda r: (r.student, r.notebook)):
+        key = (res.student, res.notebook)
         scores, notes = manual.get(key, {}), comments.get(key, {})
         mine = []
-        for row in res["rows"]:
-            points, message = row["points"], row["message"]
-            if not row["autograded"] and row["exercise"] in scores:
-                points, message = scores[row["exercise"]], ""
+        for row in res.rows:
+            points, message = row.points, row.message
+            if not row.autograded and row.exercise in scores:
+                points, message = scores[row.exercise], ""
             mine.append(
                 {
-                    "student": res["student"],
-                    "notebook": res["notebook"],
-                    "exercise": row["exercise"],
+                    "student": res.student,
+                    "notebook": res.notebook,
+                    "exercise": row.exercise,
                     "points": _num(points),
-                    "max_points": _num(row["max_points"]),
+                    "max_points": _num(row.max_points),
                     "message": _one_line(message),
-                    "comment": _one_line(notes.get(row["exercise"], "")),
+                    "comment": _one_line(notes.get(row.exercise, "")),
                 }
             )
         if key in late:
@@ -137,13 +138,13 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def write_feedback(out: Path, grade_rows: list[dict], results: list[dict], extra: dict) -> None:
+def write_feedback(out: Path, grade_rows: list[dict], results: list[Result], extra: dict) -> None:
     """``extra[(student, notebook)]``: {"handed": a line on when it was handed in (with a
     due date), "comments": formgrader comments on no exercise}."""
     folder = out / "feedback"
     folder.mkdir(exist_ok=True)
-    notes = {(r["student"], r["notebook"]): r.get("notes", []) for r in results}
-    left_out = {(r["student"], r["notebook"]): r.get("demo_cells_left_out", 0) for r in results}
+    notes = {(r.student, r.notebook): list(r.notes) for r in results}
+    left_out = {(r.student, r.notebook): r.demo_cells_left_out or 0 for r in results}
     students = sorted({r["student"] for r in grade_rows})
     for student in students:
         mine = [r for r in grade_rows if r["student"] == student]
@@ -264,11 +265,11 @@ def _histogram(path: Path, total_rows: list[dict]) -> None:
 NO_SANDBOX = "graded WITHOUT the OS sandbox (--no-sandbox): trusted submissions only"
 
 
-def submitted(result: dict) -> bool:
+def submitted(result: Result) -> bool:
     """Whether the student handed this notebook in (graded or not: unreadable, refused)."""
-    if result.get("status") in ("graded", "no result"):  # no result: not graded into OUT yet
-        return result["status"] == "graded"
-    return any(row["message"] != NOT_SUBMITTED for row in result["rows"])
+    if result.status in (GRADED, NO_RESULT):  # no result: not graded into OUT yet
+        return result.status == GRADED
+    return any(row.message != NOT_SUBMITTED for row in result.rows)
 
 
 def count(n: int, noun: str) -> str:
@@ -300,13 +301,13 @@ def _late_section(grade_rows: list[dict]) -> list[str]:
 def _flag_rows(results, sandboxed: bool) -> list[dict]:
     """flags.csv's rows: the run's own flags first, then each result's."""
     flag_rows = [
-        {"student": r["student"], "notebook": r["notebook"], "reason": f}
-        for r in sorted(results, key=lambda r: (r["student"], r["notebook"]))
-        for f in r.get("flags", [])
+        {"student": r.student, "notebook": r.notebook, "reason": f}
+        for r in sorted(results, key=lambda r: (r.student, r.notebook))
+        for f in r.flags
     ]
     if not sandboxed:
         flag_rows.insert(0, {"student": "(all)", "notebook": "(all)", "reason": NO_SANDBOX})
-    if any(r.get("limits") == "rlimits" for r in results):  # no cgroup could be made
+    if any(r.limits == "rlimits" for r in results):  # no cgroup could be made
         reason = "sandbox limits per process only (rlimits): no cgroup allowed on this host"
         flag_rows.insert(0, {"student": "(all)", "notebook": "(all)", "reason": reason})
     return flag_rows
@@ -347,7 +348,7 @@ def _flagged_section(flag_rows) -> list[str]:
 
 
 def _notes_section(results, ignored) -> list[str]:
-    notes = [(r["student"], r["notebook"], n) for r in results for n in r.get("notes", [])]
+    notes = [(r.student, r.notebook, n) for r in results for n in r.notes]
     if not notes and not ignored:
         return []
     body = ["<h2>Intake notes</h2><ul>"]
@@ -361,7 +362,7 @@ def _notes_section(results, ignored) -> list[str]:
 
 
 def _timing_section(results, sandboxed: bool) -> list[str]:
-    timings = [r["timings"]["total"] for r in results if r.get("timings", {}).get("total")]
+    timings = [r.timings["total"] for r in results if r.timings.get("total")]
     if not timings:
         return []
     return [
@@ -373,7 +374,7 @@ def _timing_section(results, sandboxed: bool) -> list[str]:
 
 def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
     """``report/``; results graded without the sandbox say so in its header and flags.csv."""
-    sandboxed = all(r.get("sandboxed", True) for r in results)
+    sandboxed = all(r.sandboxed for r in results)
     folder = out / "report"
     folder.mkdir(exist_ok=True)
     stats = exercise_stats(grade_rows)
@@ -386,7 +387,7 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
         "" if sandboxed else f"<p class='lost'><b>This run was {NO_SANDBOX}.</b></p>",
         f"<p>{count(len(total_rows), 'student')}: "
         f"{count(sum(map(submitted, results)), 'notebook')} submitted, "
-        f"{sum(r.get('status') == 'graded' for r in results)} graded. "
+        f"{sum(r.status == GRADED for r in results)} graded. "
         f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
         "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
         "<a href='flags.csv'>flags.csv</a>.</p>",

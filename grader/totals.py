@@ -16,6 +16,7 @@ from nbgrader.api import Gradebook
 
 from grader import course, deadlines, gradebook, report
 from grader.cli import UserError
+from grader.result import NO_RESULT, Result, Row
 
 TAKES_SETTINGS = True  # the late policy (grader.settings), from the command line too
 NOT_GRADED = "Not graded yet: no result for this notebook in OUT (grade it with `make grade`)."
@@ -36,7 +37,7 @@ def _last_run(out: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {"ignored": []}
 
 
-def load_results(out: Path) -> list[dict]:
+def load_results(out: Path) -> list[Result]:
     """The graded results in ``OUT/work/results`` of the students in SUBMISSIONS at the last
     grading run, sorted by student and notebook."""
     folder = out / "work" / "results"
@@ -46,22 +47,22 @@ def load_results(out: Path) -> list[dict]:
         if students is not None and path.parent.name not in students:
             continue
         try:
-            results.append(json.loads(path.read_text()))
-        except ValueError:
+            results.append(Result.from_json(json.loads(path.read_text())))
+        except (ValueError, KeyError, TypeError):
             raise UserError(f"{path} is damaged: rerun `make grade` for this class") from None
     if not results or not (out / "gradebook.db").is_file():
         raise UserError(
             f"{out} holds no graded class (no gradebook.db or work/results): "
             "grade it first with `make grade SUBMISSIONS=... OUT=...`"
         )
-    return sorted(results, key=lambda r: (r["student"], r["notebook"]))
+    return sorted(results, key=lambda r: (r.student, r.notebook))
 
 
-def complete(results: list[dict], students: list[str] | None) -> list[dict]:
+def complete(results: list[Result], students: list[str] | None) -> list[Result]:
     """``results`` plus a "not graded yet" result for each student and class notebook OUT
     has none for (a student graded alone, a notebook graded for some), so every record
     has every notebook's maximum."""
-    have = {(r["student"], r["notebook"]) for r in results}
+    have = {(r.student, r.notebook) for r in results}
     notebooks = sorted({n for _, n in have})
     added = [
         _not_graded(student, notebook)
@@ -69,16 +70,15 @@ def complete(results: list[dict], students: list[str] | None) -> list[dict]:
         for notebook in notebooks
         if (student, notebook) not in have
     ]
-    return sorted(results + added, key=lambda r: (r["student"], r["notebook"]))
+    return sorted(results + added, key=lambda r: (r.student, r.notebook))
 
 
-def _not_graded(student: str, notebook: str) -> dict:
-    rows = [
-        {"exercise": e.grade_id, "points": 0.0, "max_points": e.max_points,
-         "message": NOT_GRADED, "autograded": e.autograded}
+def _not_graded(student: str, notebook: str) -> Result:
+    rows = tuple(
+        Row(e.grade_id, 0.0, e.max_points, NOT_GRADED, e.autograded)
         for e in course.exercises(notebook)
-    ]  # fmt: skip
-    return {"student": student, "notebook": notebook, "status": "no result", "rows": rows}
+    )
+    return Result(student, notebook, NO_RESULT, rows, flags=(), notes=(), sandboxed=True)
 
 
 def hand_grading(out: Path) -> tuple[dict, dict]:
@@ -109,18 +109,18 @@ def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dic
     penalties, notebooks in course order, {(student, notebook): feedback extras})."""
     results = complete(load_results(out), _last_run(out).get("students"))
     manual, comments = hand_grading(out)
-    graded = {r["notebook"] for r in results}
+    graded = {r.notebook for r in results}
     notebooks = [a for a in course.assignments() if a in graded]
     times = deadlines.load_times(out)
     lates = {}
     for r in results:
-        key = (r["student"], r["notebook"])
+        key = (r.student, r.notebook)
         if report.submitted(r):
             lates[key] = deadlines.lateness(settings, *key, times)
     penalised = {k: v for k, v in lates.items() if v and v["fraction"]}
     grade_rows = report.rows(results, manual, comments, penalised)
     extra = {}
-    for key in {(r["student"], r["notebook"]) for r in results}:
+    for key in {(r.student, r.notebook) for r in results}:
         exercises = {e.grade_id for e in course.exercises(key[1])}
         late = lates.get(key)
         extra[key] = {

@@ -233,7 +233,7 @@ def _sandbox_uids():
 def _sandbox_top_level():
     """What / may hold in the sandbox: the system folders, the scratch home, /tmp and the
     top folder of each read-only root (wherever the checkout and the interpreter live)."""
-    from grader.job import SANDBOX_HOME
+    from grader.kernelrun import SANDBOX_HOME
     from grader.sandbox import LINKS, read_roots
 
     tops = {Path(p).parts[1] for p in [*read_roots(), *LINKS, str(SANDBOX_HOME)]}

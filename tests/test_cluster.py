@@ -320,9 +320,9 @@ def test_a_notebook_that_failed_on_the_cluster_gets_a_row_saying_so():
         return SimpleNamespace(status="error", exception=lambda: err)
 
     job = _job()
-    raised = _outcome(job, failed(RuntimeError("boom")))
+    raised = _outcome(job, failed(RuntimeError("boom"))).to_json()
     assert raised["flags"] == ["grader error on a Dask worker: RuntimeError: boom"]
-    killed = _outcome(job, failed(KilledWorker("k", None, 3)))
+    killed = _outcome(job, failed(KilledWorker("k", None, 3))).to_json()
     assert killed["flags"] == ["Dask workers died 4 times grading this notebook"]
     for result in (raised, killed):
         assert result["status"] == "not graded"

@@ -268,6 +268,7 @@ def test_a_refused_student_s_rows_say_why_and_are_flagged(tmp_path):
         modules={}, source_cells={}, shortcuts={},
     )  # fmt: skip
     snapshot = GraderSettings().snapshot()
-    result = grade(Job(sub.student, CURRENT, None, trusted, snapshot, refused=sub.refused))
+    job = Job(sub.student, CURRENT, None, trusted, snapshot, refused=sub.refused)
+    result = grade(job).to_json()
     assert result["status"] == "not graded" and result["flags"] == [sub.refused]
     assert {row["message"] for row in result["rows"]} == {sub.refused}

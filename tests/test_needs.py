@@ -6,7 +6,7 @@ import pytest
 from fixtures.adversarial import NB, honest, with_answer
 
 from grader import course, needs, settings
-from grader.job import Job, State, choose_cells, code_view, read, rebuild
+from grader.job import Job, choose_cells, code_view, read, rebuild
 from grader.trusted import models
 
 MODULES = {"np", "torch", "plt"}
@@ -105,10 +105,8 @@ def _choice(answers: dict | None = None, settings_=None) -> set:
     for grade_id, source in (answers or {}).items():
         nb = with_answer(grade_id, source, nb)
     snapshot = settings_ or settings.load().snapshot()
-    state = State(Job("s", NB, nbformat.writes(nb).encode(), _trusted()[NB], snapshot))
-    for step in (read, rebuild, choose_cells):
-        step(state)
-    return state.skip
+    job = Job("s", NB, nbformat.writes(nb).encode(), _trusted()[NB], snapshot)
+    return choose_cells(rebuild(read(job)))
 
 
 def test_a_student_answer_keeps_the_demo_cell_whose_name_it_reads():

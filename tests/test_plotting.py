@@ -16,7 +16,7 @@ from attnlib import tasks  # noqa: E402
 from attnlib.patterns import attention_grid  # noqa: E402
 from attnlib.plotting import heatmap, training_curves  # noqa: E402
 from attnlib.shipped import load_shipped  # noqa: E402
-from grader.execute import SandboxedExecute  # noqa: E402
+from grader.settings import GraderSettings  # noqa: E402
 
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"]
 
@@ -45,7 +45,7 @@ def test_the_attention_grid_of_notebook_08_fits_the_output_cap():
     _, weights = load_shipped().attention(tokens)
     fig = attention_grid([w.numpy() for w in weights], suptitle="every layer and head")
     chars = _inline_png_chars(fig)
-    cap = SandboxedExecute.max_output_chars.default_value
+    cap = GraderSettings.max_output_chars.default_value
     assert chars < cap / 2, f"{chars} characters of PNG against a cap of {cap}"
     labels = [t.get_fontsize() for ax in fig.axes[:-1] for t in ax.get_xticklabels()]
     assert min(labels) >= 8, "tick labels too small to read"

@@ -187,7 +187,7 @@ def test_the_trained_model_maps_are_readable_and_fit_the_output_cap(monkeypatch)
     from attnlib import tasks
     from attnlib.plotting import heatmap
     from attnlib.shipped import evaluate, load_shipped
-    from grader.execute import SandboxedExecute
+    from grader.settings import GraderSettings
 
     cells = _notebook_cells()
     define = cells[_first(cells, lambda c: "def draw_best_heads" in c.source)].source
@@ -198,7 +198,7 @@ def test_the_trained_model_maps_are_readable_and_fit_the_output_cap(monkeypatch)
     monkeypatch.setattr(plt, "show", lambda: figures.append(plt.gcf()))
     exec(define, namespace)  # draws the RoPE model's maps, as the notebook does
     namespace["draw_best_heads"]("no positions")
-    cap = SandboxedExecute.max_output_chars.default_value
+    cap = GraderSettings.max_output_chars.default_value
     for fig in figures:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", bbox_inches="tight", dpi=fig.dpi)
