@@ -11,9 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-from attnlib.paths import FORMER_NAMES  # noqa: F401 (the graders' view of it)
+from attnlib.paths import FORMER_NAMES, REPO_ROOT  # noqa: F401 (FORMER_NAMES: the graders' view of it)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO_ROOT / "solutions"
 RELEASE = REPO_ROOT / "notebooks"
 # Submissions under a notebook's former name (attnlib.paths.FORMER_NAMES, made from an

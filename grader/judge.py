@@ -38,7 +38,7 @@ import numpy as np
 
 from attnlib.checks import _cells
 from attnlib.checks._core import CheckFailed, call
-from grader import wire
+from grader import lifeline, wire
 from grader.kernel.recorders import TAMPERED, signature
 
 EXCEEDED = "grading exceeded its limits"
@@ -517,14 +517,6 @@ def point_to_earlier(request: dict, verdicts: dict) -> None:
 # --------------------------------------------------------------------------- bounded
 
 
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-
-
 def _limit_memory(extra_mb: int) -> None:
     """Let this process grow by ``extra_mb`` beyond what it uses now (address space)."""
     import resource
@@ -539,7 +531,7 @@ def _limit_memory(extra_mb: int) -> None:
 
 
 def _child(conn, request: dict, memory_mb: int) -> None:
-    _die_with_parent()
+    lifeline.die_with_parent()
     conn.send("started")  # the time limit counts from here, not from the server's start
     try:
         _limit_memory(memory_mb)

@@ -11,7 +11,9 @@ import sys
 
 
 def _die_with_parent() -> None:
-    """Linux: this kernel gets SIGKILL when the process that started it dies."""
+    """Linux: this kernel gets SIGKILL when the process that started it dies. Not
+    ``grader.lifeline``: the sandbox lets a kernel read only ``grader/kernel/`` of the grader
+    (``grader.sandbox.read_roots``)."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
