@@ -13,6 +13,11 @@ With ``window`` the cache keeps the first ``n_sink`` positions plus the last ``w
 re-indexed inside the cache (``reindex=True``, StreamingLLM: a key's position is its slot,
 so the sinks sit just before the window) or kept at their true distance in the text.
 
+A model with shared keys and values (``n_kv_heads`` < ``n_heads``) caches only its
+n_kv_heads heads per layer; each is read by its group of query heads, as in the forward
+pass. A model trained with a sliding ``window`` gets a rolling cache of that window (true
+distances, no sinks), which is what its forward pass sees.
+
     decoder = CachedDecoder(model, window=48, n_sink=1, record=True)
     logits = decoder.run(tokens)  # [B, T, vocab], one step per position
     decoder.mask()                # the [T, T] mask of what each step could see
@@ -32,20 +37,20 @@ from attnlib.model import rope_angles, rotate
 
 
 class LayerCache:
-    """One layer's keys and values, ``KV [2, B, n_heads, capacity, d_head]``, preallocated.
+    """One layer's keys and values, ``KV [2, B, n_kv_heads, capacity, d_head]``, preallocated.
 
     ``positions[i]`` is the text position of slot i. With ``reindex`` the keys are stored
     before RoPE (they are rotated to their slot on every read); otherwise they are stored
     rotated at their text position, once, as an ordinary KV cache does.
     """
 
-    def __init__(self, B, n_heads, d_head, capacity, n_sink, dtype):
-        self.KV = torch.empty((2, B, n_heads, capacity, d_head), dtype=dtype)
+    def __init__(self, B, n_kv_heads, d_head, capacity, n_sink, dtype):
+        self.KV = torch.empty((2, B, n_kv_heads, capacity, d_head), dtype=dtype)
         self.positions = torch.empty(capacity, dtype=torch.long)
         self.n, self.n_sink, self.capacity = 0, n_sink, capacity
 
     def append(self, kv, positions):
-        """Add ``kv [2, B, n_heads, C, d_head]`` (keys, values); when full, drop the oldest
+        """Add ``kv [2, B, n_kv_heads, C, d_head]`` (keys, values); when full, drop the oldest
         non-sink slot."""
         C = kv.shape[3]
         if self.n + C > self.capacity:
@@ -73,15 +78,17 @@ class LayerCache:
 class CachedDecoder:
     """Step a model through a sequence with a KV cache per layer (see the module docstring).
 
-    ``window=None`` keeps everything (capacity ``max_len``). Call :meth:`step` with the
-    next tokens ``[B, C]`` (C > 1 only while nothing is evicted: a prefill), or :meth:`run`
-    for a whole sequence one position at a time. The model's weights are read when the
+    ``window=None`` keeps everything (capacity ``max_len``), or, for a model trained with a
+    window, that window. Call :meth:`step` with the next tokens ``[B, C]`` (C > 1 only while
+    nothing is evicted: a prefill), or :meth:`run` for a whole sequence one position at a
+    time. The model's weights are read when the
     decoder is built.
     """
 
     def __init__(
         self, model, window=None, n_sink=0, reindex=True, batch=1, max_len=4096, record=False
     ):
+        window, n_sink, reindex = _model_window(model, window, n_sink, reindex)
         if model.pos_embed is not None and reindex and window is not None:
             raise ValueError(
                 "learned positions are added to the embeddings: they cannot be re-indexed "
@@ -94,7 +101,7 @@ class CachedDecoder:
         attn = model.blocks[0].attn
         dtype = model.unembed.weight.dtype
         self.layers = [
-            LayerCache(batch, attn.n_heads, attn.d_head, capacity, n_sink, dtype)
+            LayerCache(batch, attn.n_kv_heads, attn.d_head, capacity, n_sink, dtype)
             for _ in model.blocks
         ]
         # W_Q, W_K, W_V stacked: one product per layer and step
@@ -137,23 +144,25 @@ class CachedDecoder:
 
     def _attend(self, attn, W_QKV, x, cache, pos, angles):
         B, C, _ = x.shape
-        qkv = F.linear(x, W_QKV).view(B, C, 3, attn.n_heads, attn.d_head)
-        qkv = qkv.permute(2, 0, 3, 1, 4)  # [3, B, n_heads, C, d_head]: q, k, v
+        h, g, d = attn.n_heads, attn.n_kv_heads, attn.d_head
+        qkv = F.linear(x, W_QKV).view(B, C, h + 2 * g, d).transpose(1, 2)  # heads: q, k, v
         if self.rope and not self.reindex:  # text positions: store rotated keys
-            qkv = torch.cat([rotate(qkv[:2], *angles), qkv[2:]])
-        cache.append(qkv[1:], pos)
+            qkv = torch.cat([rotate(qkv[:, : h + g], *angles), qkv[:, h + g :]], 1)
+        cache.append(qkv[:, h:].unflatten(1, (2, g)).transpose(0, 1), pos)  # [2, B, g, C, d]
         if self.kept is not None and cache is self.layers[0]:
             self.kept += [cache.positions[: cache.n].clone()] * C
-        q, K, V = qkv[0], cache.keys(), cache.values()  # K, V: [B, h, n, d_head]
+        q, K, V = qkv[:, :h], cache.keys(), cache.values()  # K, V: [B, g, n, d]
         n = cache.n
         if self.rope and self.reindex:  # a key's position is its slot
             cos, sin = angles
             q, K = rotate(q, cos[n - C :], sin[n - C :]), rotate(K, cos, sin)
-        S = q @ K.transpose(-1, -2) / math.sqrt(attn.d_head)  # [B, h, C, n]
+        # KV head j serves query heads j·group … (j+1)·group − 1: their queries become rows
+        q = q.reshape(B, g, -1, d)  # [B, g, group·C, d]
+        S = q @ K.transpose(-1, -2) / math.sqrt(d)  # [B, g, group·C, n]
         if C > 1:  # a prefill: new position c must not see the new positions after it
-            S = S + _prefill_mask(C, n)
+            S = (S.unflatten(2, (-1, C)) + _prefill_mask(C, n)).flatten(2, 3)
         A = torch.softmax(S, dim=-1)
-        out = (A @ V).transpose(1, 2).reshape(B, C, attn.n_heads * attn.d_head)
+        out = (A @ V).view(B, h, C, d).transpose(1, 2).reshape(B, C, h * d)
         return attn.W_O(out) if attn.W_O is not None else out
 
     @torch.inference_mode()
@@ -175,6 +184,20 @@ class CachedDecoder:
     def nbytes(self):
         """Bytes of every layer's cached keys and values."""
         return sum(cache.nbytes() for cache in self.layers)
+
+
+def _model_window(model, window, n_sink, reindex):
+    """``(window, n_sink, reindex)`` for a model trained with a sliding window: a rolling
+    cache of exactly that window, or a ValueError for any other eviction."""
+    trained = model.blocks[0].attn.window
+    if trained is None:
+        return window, n_sink, reindex
+    if window not in (None, trained) or n_sink:
+        raise ValueError(
+            f"the model was trained with a window of {trained}: its cache keeps exactly that "
+            f"window, without sinks (got window={window}, n_sink={n_sink})"
+        )
+    return trained, 0, False  # true distances: what the model's window mask sees
 
 
 def _prefill_mask(C, n):

@@ -1,5 +1,6 @@
-"""The tiny model's KV cache: it computes what the forward pass computes, evicts what it says,
-re-indexes positions only where asked, and the eviction claims of notebook 09 hold."""
+"""The tiny model's KV cache: it computes what the forward pass computes (shared KV heads and
+trained windows too), evicts what it says, re-indexes positions only where asked, and the
+eviction claims of notebook 09 hold."""
 
 import math
 
@@ -116,6 +117,37 @@ def test_the_decoder_holds_what_the_formula_counts(model):
     decoder.step(torch.randint(1, 65, (1, 40)))
     attn = model.blocks[0].attn
     assert decoder.nbytes() == cache_bytes(len(model.blocks), attn.n_heads, attn.d_head, 40, 4)
+
+
+@pytest.mark.parametrize("n_kv_heads", [2, 1])
+def test_shared_kv_heads_are_cached_once_and_step_as_the_forward_pass(n_kv_heads):
+    """Grouped-query (2 KV heads for 4 query heads) and multi-query (1): the cache holds
+    only the KV heads, and a prefill then single steps give the forward pass's logits."""
+    torch.manual_seed(n_kv_heads)
+    shared = TinyTransformer(vocab=11, d_model=32, n_heads=4, n_kv_heads=n_kv_heads, mlp=True)
+    tokens = torch.randint(0, 11, (2, 20))
+    with torch.no_grad():
+        full = shared(tokens)
+    decoder = CachedDecoder(shared, batch=2, max_len=20)
+    stepped = torch.cat([decoder.step(tokens[:, :7]), decoder.run(tokens[:, 7:])], 1)
+    torch.testing.assert_close(stepped, full, atol=1e-4, rtol=1e-5)
+    assert [cache.KV.shape[2] for cache in decoder.layers] == [n_kv_heads] * 2
+    assert decoder.nbytes() == 2 * cache_bytes(2, n_kv_heads, 8, 20, 4)  # batch 2
+
+
+def test_a_model_trained_with_a_window_gets_a_rolling_cache_of_that_window():
+    torch.manual_seed(0)
+    windowed = TinyTransformer(vocab=11, d_model=32, n_heads=4, window=6)
+    tokens = torch.randint(0, 11, (2, 20))
+    with torch.no_grad():
+        full = windowed(tokens)
+    decoder = CachedDecoder(windowed, batch=2, max_len=20)
+    torch.testing.assert_close(decoder.run(tokens), full, atol=1e-4, rtol=1e-5)
+    assert decoder.layers[0].n == 6
+    CachedDecoder(windowed, window=6)  # the same window, said explicitly
+    for other in (dict(window=12), dict(window=6, n_sink=1)):
+        with pytest.raises(ValueError, match="trained with a window of 6"):
+            CachedDecoder(windowed, **other)
 
 
 def test_timing_helpers_return_seconds(model):

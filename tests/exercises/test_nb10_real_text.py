@@ -9,10 +9,11 @@ import torch
 from catalogue import catalogue_tests
 
 from attnlib import realtext
+from attnlib.kvcache import CachedDecoder, cache_bytes
 from attnlib.model import window_mask
 from attnlib.patterns import column_template, repeat_templates, template_score
 from attnlib.shipped import eval_tokens, load_shipped
-from attnlib.train import per_token_loss
+from attnlib.train import per_token_loss, torch_threads
 from grader.course import source_path
 
 NB = "10_real_text"
@@ -133,3 +134,22 @@ def test_trained_with_shared_kv_heads_the_loss_holds_and_pooled_it_does_not(real
         params = sum(p.numel() for p in trained.parameters())
         pooled = realtext.with_shared_kv(real, solution(NB)["mean_pool_kv_heads"], n_kv)
         assert realtext.held_out_loss(pooled) > unigram
+
+
+def test_the_decoder_caches_of_the_shared_kv_models_are_2_and_4_times_smaller(real):
+    """ "The caches the decoder holds measure 2× and 4× smaller, the bytes `cache_bytes`
+    counts", "the forward pass's to within 1e-4": 8 held-out sequences, one step each."""
+    assert "The caches the decoder holds measure 2× and 4× smaller" in _prose()
+    assert "the forward pass's to within 1e-4" in _prose()
+    tokens = realtext.eval_tokens()[:8]
+    shape = realtext.RECIPE["model"]
+    d_head = shape["d_model"] // shape["n_heads"]
+    held = {}
+    for n_kv in (4, 2, 1):
+        model = real if n_kv == 4 else realtext.load_real_text(f"real_text_kv_heads_{n_kv}")
+        decoder = CachedDecoder(model, batch=8, max_len=128)
+        with torch_threads(1), torch.no_grad():  # 128 steps of tiny ops: a 2nd thread only waits
+            assert (decoder.run(tokens) - model(tokens)).abs().max() < 1e-4
+        held[n_kv] = sum(cache.nbytes() for cache in decoder.layers) // 8
+        assert held[n_kv] == cache_bytes(shape["n_layers"], n_kv, d_head, 128, 4)
+    assert held[4] == 2 * held[2] == 4 * held[1]
