@@ -118,6 +118,18 @@ def test_trained_with_a_window_of_32_nothing_is_lost_as_the_prose_says(real):
     assert full[1] - trained[1] >= full[2] - trained[2] > 0
 
 
+def test_the_windowed_model_steps_through_a_cache_of_32_as_the_prose_says():
+    """ "it holds only the last 32 positions of 128 and gives its forward pass's logits"."""
+    assert "holds only the last 32 positions of 128" in _prose()
+    windowed = realtext.load_real_text("real_text_window_32")
+    held = realtext.eval_tokens()[:8]
+    rolling = CachedDecoder(windowed, batch=8, max_len=held.shape[1])
+    with torch_threads(1), torch.no_grad():
+        gap = (rolling.run(held) - windowed(held)).abs().max().item()
+    assert held.shape[1] == 128 and rolling.layers[0].n == 32
+    assert gap < 1e-4
+
+
 def test_trained_with_shared_kv_heads_the_loss_holds_and_pooled_it_does_not(real, solution):
     """ "within 0.01 nats of the 4-head model's", "fewer parameters"; pooled,
     "more than the characters' frequencies alone"."""
