@@ -36,7 +36,7 @@ import torch
 
 from attnlib.model import TinyTransformer, rope_angles, rotate
 from attnlib.paths import data_dir, data_file
-from attnlib.train import TRAIN_THREADS, per_token_loss, torch_threads, train
+from attnlib.train import TRAIN_THREADS, per_token_loss, torch_threads, train_recipe
 
 BOS = 0
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # 95 characters
@@ -257,17 +257,14 @@ def train_real_text(progress=True, steps=None, name=FULL):
     ``(model, history, corpus)``. Every architecture sees the same batches."""
     train_text, held_out = collect_corpus()
     ids = encode(train_text)
-    d, o, e = RECIPE["data"], RECIPE["optim"], RECIPE["eval"]
+    d, e = RECIPE["data"], RECIPE["eval"]
     evaluation = _stretches(encode(held_out[:SAMPLE_CHARS]), e["batch"], e["T"])
     model = build_model(name=name)
-    history = train(
+    history = train_recipe(
         model,
         lambda gen: windows(ids, d["batch"], d["T"], gen),
-        steps or o["steps"],
-        lr=o["lr"],
-        weight_decay=o["weight_decay"],
-        warmup=o["warmup"],
-        seed=RECIPE["seed"],
+        RECIPE,
+        steps,
         progress=progress,
         callback=lambda step, m: {"held-out loss": held_out_loss(m, evaluation)},
         every=100,

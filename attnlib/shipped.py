@@ -31,7 +31,7 @@ from attnlib import realtext, tasks
 from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir, data_file
 from attnlib.patterns import repeat_templates, template_score
-from attnlib.train import per_token_loss, train
+from attnlib.train import per_token_loss, train_recipe
 
 RECIPE = dict(
     seed=0,
@@ -143,15 +143,11 @@ def train_shipped(
     recipe's 50)."""
     recipe = _shipped(name).recipe
     model = build_model(name)
-    o, d = recipe["optim"], recipe["data"]
-    history = train(
+    history = train_recipe(
         model,
-        tasks.induction_batches(**d),
-        steps or o["steps"],
-        lr=o["lr"],
-        weight_decay=o["weight_decay"],
-        warmup=o["warmup"],
-        seed=recipe["seed"],
+        tasks.induction_batches(**recipe["data"]),
+        recipe,
+        steps,
         progress=progress,
         live_plot=live_plot,
         callback=callback,

@@ -153,6 +153,22 @@ def train(
     return history
 
 
+def train_recipe(model, batches, recipe, steps=None, **options):
+    """:func:`train` with a model recipe's optimiser and seed (``recipe["optim"]``: steps,
+    lr, weight_decay, warmup; ``recipe["seed"]``); ``steps`` overrides the recipe's."""
+    o = recipe["optim"]
+    return train(
+        model,
+        batches,
+        steps or o["steps"],
+        lr=o["lr"],
+        weight_decay=o["weight_decay"],
+        warmup=o["warmup"],
+        seed=recipe["seed"],
+        **options,
+    )
+
+
 class _LivePlot:
     """One figure, redrawn in place in a notebook by :func:`attnlib.plotting.training_curves`
     (the same drawing as a plot of a finished run's log)."""

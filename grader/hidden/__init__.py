@@ -52,6 +52,21 @@ class Mistake:
             raise ValueError(f"{self.label}: the hidden message must contain {self.says}")
 
 
+def edited(answer: str, *edits: tuple[str, str]) -> str:
+    """``answer`` (an answer cell's source) with each ``(old, new)`` edit made, for the
+    catalogue entries that are one slip in the same answer; each ``old`` stands once."""
+    for old, new in edits:
+        if answer.count(old) != 1:
+            raise ValueError(f"{old!r} stands {answer.count(old)} times in the answer, not once")
+        answer = answer.replace(old, new)
+    return answer
+
+
+# Torch's versions of attention, each the whole exercise in one call: a shortcut to ban.
+TORCH_ATTENTION = {"scaled_dot_product_attention", "MultiheadAttention"}
+TORCH_ATTENTION |= {"multi_head_attention_forward"}
+
+
 @dataclass(frozen=True)
 class Alternative:
     """A correct answer written differently (loops, einsum, torch ...): every check passes."""

@@ -2,15 +2,10 @@
 
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, exercise
+from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, edited, exercise
 
 # The helper package's own versions, and torch's: each would be the whole exercise in one call.
 MODEL_HEADS = {"attnlib": {"CausalSelfAttention", "TinyTransformer"}}
-TORCH_ATTENTION = {
-    "scaled_dot_product_attention",
-    "MultiheadAttention",
-    "multi_head_attention_forward",
-}
 
 
 def _softmax(S):
@@ -234,6 +229,20 @@ def merge_heads(H):
 
 # --------------------------------------------------------------------------- multi_head_attention
 
+# The answer most of its mistakes slip in, each named by the one edit that makes it.
+_MHA = """
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+    Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = S + mask
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return merge_heads(A @ V) @ W_O.T, A
+"""
+_MASK_SCORES = "    if mask is not None:\n        S = S + mask\n"
+_RETURN = "return merge_heads(A @ V) @ W_O.T, A"
+
 
 def _mha_cases(rng):
     for lead, T, d_model, n_heads, mask in [
@@ -298,80 +307,46 @@ def _mha_cases(rng):
         ),
         Mistake(
             "sqrt-d-model",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(_MHA, ("np.sqrt(Q.shape[-1])", "np.sqrt(X.shape[-1])")),
             says=("√d_model", "√d_head"),
             message="`multi_head_attention` divides the scores by √d_model; each head "
             "divides by √d_head, the size of its own queries and keys.",
         ),
         Mistake(
             "unscaled",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(_MHA, (" / np.sqrt(Q.shape[-1])", "")),
             says=("√d_head",),
             message="`multi_head_attention` does not scale the scores: divide each head's "
             "scores by √d_head.",
         ),
         Mistake(
             "no-W_O",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V), A
-            """,
+            edited(_MHA, (_RETURN, "return merge_heads(A @ V), A")),
             says=("W_O",),
             message="`multi_head_attention` forgets W_O: after merging the heads, mix them "
             "with `@ W_O.T`.",
         ),
         Mistake(
             "one-softmax",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=(-3, -1), keepdims=True))
-                A = E / E.sum(axis=(-3, -1), keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(
+                _MHA,
+                ("S.max(axis=-1,", "S.max(axis=(-3, -1),"),
+                ("E.sum(axis=-1,", "E.sum(axis=(-3, -1),"),
+            ),
             says=("across all heads",),
             message="`multi_head_attention` takes one softmax across all heads; each head's "
             "rows must sum to 1 on their own (softmax over the last axis).",
         ),
         Mistake(
             "softmax-over-queries",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=1, keepdims=True))  # axis=1, as for one [T, T] head
-                A = E / E.sum(axis=1, keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(
+                _MHA,
+                (
+                    "S.max(axis=-1, keepdims=True))",
+                    "S.max(axis=1, keepdims=True))  # axis=1, as for one [T, T] head",
+                ),
+                ("E.sum(axis=-1,", "E.sum(axis=1,"),
+            ),
             says=("columns sum to 1", "axis=-1"),
             message="`multi_head_attention` takes the softmax over the wrong axis: each "
             "head's columns sum to 1, not its rows. Normalise over the keys, axis=-1 (axis=1 "
@@ -379,16 +354,11 @@ def _mha_cases(rng):
         ),
         Mistake(
             "mask-added-after-softmax",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                if mask is not None:
-                    A = A + mask
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(
+                _MHA,
+                (_MASK_SCORES, ""),
+                (_RETURN, "if mask is not None:\n        A = A + mask\n    " + _RETURN),
+            ),
             says=("after the softmax", "before the softmax"),
             message="`multi_head_attention` adds the mask after the softmax, so the weights "
             "hold -inf where it blocks: add it to the scores before the softmax (the blocked "
@@ -396,16 +366,16 @@ def _mha_cases(rng):
         ),
         Mistake(
             "mask-zeroes-after-softmax",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                if mask is not None:
-                    A = A * (mask == 0)  # blocked weights set to 0 after the softmax
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(
+                _MHA,
+                (_MASK_SCORES, ""),
+                (
+                    _RETURN,
+                    "if mask is not None:\n"
+                    "        A = A * (mask == 0)  # blocked weights set to 0 after the softmax\n"
+                    "    " + _RETURN,
+                ),
+            ),
             says=("after the softmax", "before the softmax"),
             message="`multi_head_attention` zeroes the blocked weights after the softmax, so "
             "the rows no longer sum to 1: add the mask to the scores before the softmax, "
@@ -413,62 +383,28 @@ def _mha_cases(rng):
         ),
         Mistake(
             "mask-ignored",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, A
-            """,
+            edited(_MHA, (_MASK_SCORES, "")),
             says=("mask",),
             message="`multi_head_attention` ignores the mask: add it to every head's scores "
             "before the softmax.",
         ),
         Mistake(
             "no-transpose-of-W",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V) @ W_O, A
-            """,
+            edited(_MHA, ("X @ W.T", "X @ W"), ("W_O.T, A", "W_O, A")),
             says=("X @ W.T",),
             message="`multi_head_attention` uses X @ W; the weights are [out, in], as in "
             "nn.Linear: use X @ W.T (and @ W_O.T).",
         ),
         Mistake(
             "weights-heads-after-T",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, np.swapaxes(A, -3, -2)
-            """,
+            edited(_MHA, ("W_O.T, A", "W_O.T, np.swapaxes(A, -3, -2)")),
             says=("axis",),
             message="`multi_head_attention` returns the weights as [..., T, n_heads, T]: the "
             "heads axis comes first, [..., n_heads, T, T].",
         ),
         Mistake(
             "weights-averaged",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return merge_heads(A @ V) @ W_O.T, A.mean(axis=-3)
-            """,
+            edited(_MHA, ("W_O.T, A", "W_O.T, A.mean(axis=-3)")),
             says=("every head",),
             message="`multi_head_attention` returns the weights averaged over the heads; "
             "return every head's weights, [..., n_heads, T, T].",

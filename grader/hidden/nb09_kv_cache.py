@@ -3,10 +3,7 @@ attention, eviction, attention without the T×T matrix)."""
 
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, exercise
-
-_ATTENTION_IN_ONE_CALL = {"scaled_dot_product_attention", "MultiheadAttention"}
-_ATTENTION_IN_ONE_CALL |= {"multi_head_attention_forward"}
+from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, exercise
 
 
 def _decode_cases(rng):
@@ -26,7 +23,7 @@ def _decode_cases(rng):
     atol=1e-9,
     rtol=1e-7,
     shortcuts={
-        "torch": _ATTENTION_IN_ONE_CALL,
+        "torch": TORCH_ATTENTION,
         "attnlib": {"CachedDecoder", "LayerCache", "CausalSelfAttention"},
     },
     mistakes=[
@@ -259,7 +256,7 @@ def _gqa_cases(rng):
     cases=_gqa_cases,
     atol=1e-9,
     rtol=1e-7,
-    shortcuts={"torch": _ATTENTION_IN_ONE_CALL, "attnlib": {"CausalSelfAttention"}},
+    shortcuts={"torch": TORCH_ATTENTION, "attnlib": {"CausalSelfAttention"}},
     mistakes=[
         Mistake(
             "pairs-heads-round-robin",
@@ -448,7 +445,7 @@ def _online_cases(rng):
     cases=_online_cases,
     atol=1e-9,
     rtol=1e-7,
-    shortcuts={"torch": _ATTENTION_IN_ONE_CALL, "attnlib": {"CausalSelfAttention"}},
+    shortcuts={"torch": TORCH_ATTENTION, "attnlib": {"CausalSelfAttention"}},
     mistakes=[
         Mistake(
             "no-rescaling",

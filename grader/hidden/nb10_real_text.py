@@ -3,10 +3,7 @@ sliding-window attention, key and value heads pooled for grouped-query attention
 
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, exercise
-
-_ATTENTION_IN_ONE_CALL = {"scaled_dot_product_attention", "MultiheadAttention"}
-_ATTENTION_IN_ONE_CALL |= {"multi_head_attention_forward"}
+from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, edited, exercise
 
 
 def _window_cases(rng):
@@ -28,70 +25,58 @@ def _window_cases(rng):
     yield rng.normal(size=(10, 4)) * 30, rng.normal(size=(10, 4)) * 30, rng.normal(size=(10, 3)), 3
 
 
+# The answer its mistakes slip in, each named by the edit that makes it.
+_BAND = "(j <= i) & (i - j < window)"
+_WINDOW = f"""
+def sliding_window_attention(Q, K, V, window):
+    T = len(Q)
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    S = Q @ K.T / np.sqrt(Q.shape[1])
+    S = np.where({_BAND}, S, -np.inf)
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    return E / E.sum(axis=1, keepdims=True) @ V
+"""
+
+
 @exercise(
     "sliding_window_attention",
     cases=_window_cases,
     atol=1e-9,
     rtol=1e-7,
-    shortcuts={"torch": _ATTENTION_IN_ONE_CALL},
+    shortcuts={"torch": TORCH_ATTENTION},
     mistakes=[
         Mistake(
             "window-one-too-wide",
-            """
-            def sliding_window_attention(Q, K, V, window):
-                T = len(Q)
-                i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-                S = Q @ K.T / np.sqrt(Q.shape[1])
-                S = np.where((j <= i) & (i - j <= window), S, -np.inf)
-                E = np.exp(S - S.max(axis=1, keepdims=True))
-                return E / E.sum(axis=1, keepdims=True) @ V
-            """,
+            edited(_WINDOW, ("i - j < window", "i - j <= window")),
             says=("window + 1 keys", "t − j < window"),
             message="`sliding_window_attention` lets query t see window + 1 keys: keep the "
             "keys with t − j < window (t itself and the window − 1 before it).",
         ),
         Mistake(
             "misses-itself",
-            """
-            def sliding_window_attention(Q, K, V, window):
-                T = len(Q)
-                i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-                S = Q @ K.T / np.sqrt(Q.shape[1])
-                S = np.where(((j < i) & (i - j <= window)) | ((i == 0) & (j == 0)), S, -np.inf)
-                E = np.exp(S - S.max(axis=1, keepdims=True))
-                return E / E.sum(axis=1, keepdims=True) @ V
-            """,
+            edited(_WINDOW, (_BAND, "((j < i) & (i - j <= window)) | ((i == 0) & (j == 0))")),
             says=("misses itself",),
             message="`sliding_window_attention`: query t misses itself; its window is "
             "t − window + 1 … t, t included.",
         ),
         Mistake(
             "no-causal-mask",
-            """
-            def sliding_window_attention(Q, K, V, window):
-                T = len(Q)
-                i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-                S = Q @ K.T / np.sqrt(Q.shape[1])
-                S = np.where(np.abs(i - j) < window, S, -np.inf)
-                E = np.exp(S - S.max(axis=1, keepdims=True))
-                return E / E.sum(axis=1, keepdims=True) @ V
-            """,
+            edited(_WINDOW, (_BAND, "np.abs(i - j) < window")),
             says=("j ≤ t",),
             message="`sliding_window_attention` lets query t see keys after it: keep only "
             "keys j ≤ t (the causal mask) inside the window.",
         ),
         Mistake(
             "zeroes-after-softmax",
-            """
-            def sliding_window_attention(Q, K, V, window):
-                T = len(Q)
-                i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-                S = Q @ K.T / np.sqrt(Q.shape[1])
-                S = np.where(j <= i, S, -np.inf)
-                E = np.exp(S - S.max(axis=1, keepdims=True))
-                A = E / E.sum(axis=1, keepdims=True)
-                return np.where(i - j < window, A, 0.0) @ V
-            """,
+            edited(
+                _WINDOW,
+                (_BAND, "j <= i"),
+                (
+                    "return E / E.sum(axis=1, keepdims=True) @ V",
+                    "A = E / E.sum(axis=1, keepdims=True)\n"
+                    "    return np.where(i - j < window, A, 0.0) @ V",
+                ),
+            ),
             says=("sums to 1", "before the softmax"),
             message="`sliding_window_attention` zeroes the weights outside the window after "
             "the softmax, so a row no longer sums to 1: mask the scores with -np.inf "
@@ -99,27 +84,24 @@ def _window_cases(rng):
         ),
         Mistake(
             "no-scaling",
-            """
-            def sliding_window_attention(Q, K, V, window):
-                T = len(Q)
-                i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-                S = np.where((j <= i) & (i - j < window), Q @ K.T, -np.inf)
-                E = np.exp(S - S.max(axis=1, keepdims=True))
-                return E / E.sum(axis=1, keepdims=True) @ V
-            """,
+            edited(
+                _WINDOW,
+                ("    S = Q @ K.T / np.sqrt(Q.shape[1])\n", ""),
+                (", S, -np.inf)", ", Q @ K.T, -np.inf)"),
+            ),
             says=("np.sqrt(d_k)",),
             message="`sliding_window_attention` does not scale the scores: divide by np.sqrt(d_k).",
         ),
         Mistake(
             "unstable-softmax",
-            """
-            def sliding_window_attention(Q, K, V, window):
-                T = len(Q)
-                i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-                S = Q @ K.T / np.sqrt(Q.shape[1])
-                E = np.where((j <= i) & (i - j < window), np.exp(S), 0.0)
-                return E / E.sum(axis=1, keepdims=True) @ V
-            """,
+            edited(
+                _WINDOW,
+                (
+                    f"S = np.where({_BAND}, S, -np.inf)\n"
+                    "    E = np.exp(S - S.max(axis=1, keepdims=True))",
+                    f"E = np.where({_BAND}, np.exp(S), 0.0)",
+                ),
+            ),
             says=("NaN or infinite",),
             caught_by="visible",  # the hidden check reports a wrong result on large scores
         ),
