@@ -36,7 +36,7 @@ import torch
 
 from attnlib.model import TinyTransformer, rope_angles, rotate
 from attnlib.paths import data_dir, data_file
-from attnlib.train import TRAIN_THREADS, per_token_loss, torch_threads, train_recipe
+from attnlib.train import TRAIN_THREADS, per_token_loss, save_weights, torch_threads, train_recipe
 
 BOS = 0
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # 95 characters
@@ -278,9 +278,7 @@ def retrain(name=FULL):
     model, history, (train_text, held_out) = train_real_text(name=name)
     load = max(load_before, os.getloadavg()[0])
     out = data_dir()
-    partial = out / f"{name}.pt.partial"  # an interrupted save leaves the old weights whole
-    torch.save(model.state_dict(), partial)
-    partial.replace(out / f"{name}.pt")
+    save_weights(model, out / f"{name}.pt")
     (out / SAMPLE).write_text(held_out[:SAMPLE_CHARS])  # the same text for every architecture
     sample = held_out_sample()
     card = dict(

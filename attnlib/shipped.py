@@ -31,7 +31,7 @@ from attnlib import realtext, tasks
 from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir, data_file
 from attnlib.patterns import repeat_templates, template_score
-from attnlib.train import per_token_loss, train_recipe
+from attnlib.train import per_token_loss, save_weights, train_recipe
 
 RECIPE = dict(
     seed=0,
@@ -218,7 +218,7 @@ def retrain(name=DEFAULT):
     model, history = train_shipped(progress=True, name=name)
     load = max(load_before, os.getloadavg()[0])  # other processes slow training down
     out = data_dir()
-    torch.save(model.state_dict(), out / shipped.weights)
+    save_weights(model, out / shipped.weights)
     result = evaluate(load_shipped(name))  # score what was saved, exactly as users load it
     ind_key = "induction score (best layer-1 head)"
     phase = next(

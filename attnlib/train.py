@@ -14,6 +14,7 @@ bench` measures it with one core kept busy).
 
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -151,6 +152,14 @@ def train(
     if plot is not None:
         plot.draw(history)
     return history
+
+
+def save_weights(model, path) -> None:
+    """``model``'s weights to ``path``, whole or not at all: an interrupted save (Ctrl-C in
+    `make data`) leaves the weights that were there."""
+    partial = Path(f"{path}.partial")
+    torch.save(model.state_dict(), partial)
+    partial.replace(path)
 
 
 def train_recipe(model, batches, recipe, steps=None, **options):

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from attnlib import tasks
 from attnlib.model import CausalSelfAttention, TinyTransformer
 from attnlib.model import rope as model_rope
-from attnlib.train import AdamW, per_token_loss, train
+from attnlib.train import AdamW, per_token_loss, save_weights, train
 
 
 def test_attention_shapes_and_weights():
@@ -234,3 +234,19 @@ def test_training_runs_on_the_chosen_threads_and_restores_them():
     )
     assert seen and set(seen) == {TRAIN_THREADS} == {history["threads"]}
     assert torch.get_num_threads() == before
+
+
+def test_an_interrupted_save_keeps_the_weights_that_were_there(tmp_path, monkeypatch):
+    """`make data` stopped while writing a model (Ctrl-C): the old weights stay whole."""
+    path = tmp_path / "model.pt"
+    old = torch.nn.Linear(2, 2)
+    save_weights(old, path)
+
+    def stopped(state, file):
+        open(file, "wb").write(b"half a model")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        save_weights(torch.nn.Linear(2, 2), path)
+    assert torch.equal(torch.load(path)["weight"], old.weight.detach())
