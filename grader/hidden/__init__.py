@@ -76,7 +76,10 @@ class Alternative:
 
 
 @dataclass
-class Exercise:
+class HiddenCheck:
+    """One exercise's hidden check: its reference answer, its cases and its catalogued
+    mistakes (not ``grader.course.Exercise``, the exercise's place in the notebook)."""
+
     reference: Callable
     cases: Callable  # rng -> iterable of argument tuples
     mistakes: list = field(default_factory=list)  # [Mistake]
@@ -95,7 +98,7 @@ class Exercise:
         return self.module.rsplit(".", 1)[-1].removeprefix("nb")
 
 
-REGISTRY: dict[str, Exercise] = {}
+REGISTRY: dict[str, HiddenCheck] = {}
 
 
 def exercise(
@@ -120,7 +123,7 @@ def exercise(
     """
 
     def register(reference):
-        REGISTRY[name] = Exercise(
+        REGISTRY[name] = HiddenCheck(
             reference,
             cases,
             list(mistakes),
@@ -153,7 +156,7 @@ def _load_all():
         importlib.import_module(f"{__name__}.{info.name}")
 
 
-def catalogue(notebook: str) -> dict[str, Exercise]:
+def catalogue(notebook: str) -> dict[str, HiddenCheck]:
     """{exercise name: its spec} for one notebook ("01_soft_lookup"), in notebook order."""
     _load_all()
     return {name: ex for name, ex in REGISTRY.items() if ex.notebook == notebook}
@@ -238,7 +241,7 @@ def _shape_message(name, got, want, args, parts=()) -> str | None:
     return None
 
 
-def spec(name: str) -> Exercise:
+def spec(name: str) -> HiddenCheck:
     """The registered hidden checks of exercise ``name`` (loads the hidden modules if needed)."""
     if name not in REGISTRY:
         _load_all()
