@@ -89,9 +89,14 @@ def launch(root_dir: Path, profile: Path, args: list[str], cwd: Path | None = No
     os.execve(sys.executable, [*cmd, *args], env)
 
 
+ACTIONS = ("update", "reset")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m attnlib.lab", description=__doc__.split("\n")[0]
+        prog="python -m attnlib.lab",
+        description=__doc__.split("\n")[0],
+        epilog="Any other option goes to `jupyter lab`, e.g. `python -m attnlib.lab --port 8899`.",
     )
     parser.add_argument("--work", type=Path, default=workspace.WORK, help="the learner's folder")
     sub = parser.add_subparsers(dest="action")
@@ -102,12 +107,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def _split(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """``(args, jupyter_args)``: an action (update, reset) parsed whole; otherwise
+    ``--work`` and ``--help`` are ours and every other argument is JupyterLab's, values
+    included (``--port 8899``: a bare value must not be read as an action)."""
     parser = _parser()
-    # Options this module does not know go to `jupyter lab` (only when launching it).
-    args, jupyter_args = parser.parse_known_args(argv)
-    if args.action and jupyter_args:
-        parser.error(f"unrecognized arguments: {' '.join(jupyter_args)}")
+    ours = argparse.ArgumentParser(add_help=False)
+    ours.add_argument("--work", type=Path, default=workspace.WORK)
+    known, rest = ours.parse_known_args(argv)
+    if rest and rest[0] in ACTIONS:
+        return parser.parse_args(argv), []
+    if "-h" in rest or "--help" in rest:
+        parser.parse_args(["--help"])  # prints the help and exits
+    return argparse.Namespace(work=known.work, action=None), rest
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, jupyter_args = _split(sys.argv[1:] if argv is None else list(argv))
     try:
         if args.action == "update":
             print("\n".join(workspace.update(work=args.work)))

@@ -11,7 +11,9 @@ Tokens are characters: 0 is BOS, 1…95 the printable ASCII characters and newli
 
 Besides the model with full attention, three architectures train on the same recipe, seed
 and batches, differing only in attention (``ARCHITECTURES``): a sliding window of 32, and
-keys and values shared by 2 query heads (grouped-query) or by all 4 (multi-query).
+keys and values shared by 2 query heads (grouped-query) or by all 4 (multi-query). Each
+architecture trains from two seeds (``SEEDS``; seed 1's files end in ``_seed_1``): the two
+runs' difference is the noise any comparison between architectures must beat.
 
 ``load_real_text(name)`` returns a trained model; ``python -m attnlib.realtext --retrain``
 (part of ``make data``) retrains them and rewrites their weights, cards and the sample.
@@ -61,6 +63,18 @@ ARCHITECTURES = {
     "real_text_kv_heads_1": dict(n_kv_heads=1),
 }
 WEIGHTS, SAMPLE, CARD = f"{FULL}.pt", "real_text_heldout.txt", f"model_card_{FULL}"
+SEEDS = (0, 1)  # each architecture trains twice: the spread over seeds is a comparison's noise
+
+
+def run_name(name=FULL, seed=0):
+    """The files' stem of architecture ``name`` trained from ``seed``: ``name`` for seed 0,
+    ``<name>_seed_<seed>`` otherwise."""
+    if seed not in SEEDS:
+        raise ValueError(f"No real-text model of seed {seed}; there are seeds {SEEDS}.")
+    return name if seed == 0 else f"{name}_seed_{seed}"
+
+
+RUNS = {run_name(name, seed): (name, seed) for seed in SEEDS for name in ARCHITECTURES}
 
 
 def encode(text):
@@ -77,7 +91,8 @@ def decode(tokens):
     return "".join(CHARS[int(t) - 1] for t in tokens if int(t) != BOS)
 
 
-def _source_files():
+def source_files():
+    """``(root, files)``: the standard library's ``.py`` files, in sorted order."""
     root = Path(sysconfig.get_paths()["stdlib"])
     files = [p for p in root.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(root).parts[:-1])]
     return root, sorted(files, key=lambda p: p.relative_to(root).as_posix())
@@ -101,7 +116,7 @@ def _docstrings(path):
 
 def collect_corpus():
     """``(train_text, held_out_text)``: the docstrings of this Python's standard library."""
-    root, files = _source_files()
+    root, files = source_files()
     parts = ([], [])
     for i, path in enumerate(files):
         parts[i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1].extend(_docstrings(path))
@@ -144,6 +159,27 @@ def repeat_text(batch, period):
     return torch.cat([torch.full((batch, 1), BOS), r, r], 1)
 
 
+def char_label(token):
+    """A readable axis label for one token: BOS, ␣ for a space, ⏎ for a newline."""
+    if int(token) == BOS:
+        return "BOS"
+    return {" ": "␣", "\n": "⏎"}.get(CHARS[int(token) - 1], CHARS[int(token) - 1])
+
+
+def label_repeat_maps(fig, tokens, period, every=4):
+    """Label the maps of :func:`attnlib.patterns.attention_grid` for ``tokens [T]`` =
+    ``[BOS] + r + r``: every ``every``-th position by its character (shared axes), and a
+    line on each map where the second copy starts (between ``period`` and ``period + 1``)."""
+    maps = [ax for ax in fig.axes if ax.images]  # not the colour bar
+    ticks = list(range(0, len(tokens), every))
+    labels = [char_label(tokens[t]) for t in ticks]
+    maps[0].set_xticks(ticks, labels, fontsize=8)
+    maps[0].set_yticks(ticks, labels, fontsize=8)
+    for ax in maps:
+        ax.axvline(period + 0.5, color="white", lw=0.8, ls="--")
+        ax.axhline(period + 0.5, color="white", lw=0.8, ls="--")
+    return fig
+
 def baselines(text):
     """Losses (nats per character) of two models without context, on ``text``: a uniform
     guess over the characters, and each character's frequency in ``text`` itself."""
@@ -159,11 +195,12 @@ def held_out_loss(model, tokens=None):
     return per_token_loss(model(tokens), tokens).mean().item()
 
 
-def recipe(name=FULL):
-    """RECIPE with architecture ``name``'s attention options."""
+def recipe(name=FULL, seed=RECIPE["seed"]):
+    """RECIPE with architecture ``name``'s attention options, trained from ``seed``."""
     if name not in ARCHITECTURES:
         raise ValueError(f"No real-text model {name!r}; there are {', '.join(ARCHITECTURES)}.")
-    return {**RECIPE, "model": {**RECIPE["model"], **ARCHITECTURES[name]}}
+    run_name(name, seed)  # refuses an unknown seed
+    return {**RECIPE, "seed": seed, "model": {**RECIPE["model"], **ARCHITECTURES[name]}}
 
 
 def build_model(seed=RECIPE["seed"], name=FULL):
@@ -171,18 +208,18 @@ def build_model(seed=RECIPE["seed"], name=FULL):
     return TinyTransformer(**recipe(name)["model"])
 
 
-def load_real_text(name=FULL):
-    """The trained real-text model ``name`` from ``data/`` (eval mode)."""
-    model = build_model(name=name)
-    path = data_file(f"{name}.pt")
+def load_real_text(name=FULL, seed=0):
+    """The trained real-text model ``name`` (of ``seed``) from ``data/`` (eval mode)."""
+    model = build_model(seed, name=name)
+    path = data_file(f"{run_name(name, seed)}.pt")
     model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return model.eval()
 
 
-def load_card(name=FULL):
-    """Real-text model ``name``'s card as a dict."""
-    recipe(name)  # refuses an unknown name
-    return json.loads(data_file(f"model_card_{name}.json").read_text())
+def load_card(name=FULL, seed=0):
+    """Real-text model ``name``'s card (of ``seed``) as a dict."""
+    recipe(name, seed)  # refuses an unknown name or seed
+    return json.loads(data_file(f"model_card_{run_name(name, seed)}.json").read_text())
 
 
 @torch.no_grad()
@@ -252,18 +289,18 @@ def with_shared_kv(model, pool, n_kv_heads):
     return shared
 
 
-def train_real_text(progress=True, steps=None, name=FULL):
-    """Train architecture ``name`` from scratch on this Python's corpus:
-    ``(model, history, corpus)``. Every architecture sees the same batches."""
+def train_real_text(progress=True, steps=None, name=FULL, seed=RECIPE["seed"]):
+    """Train architecture ``name`` from ``seed`` on this Python's corpus:
+    ``(model, history, corpus)``. Every architecture of one seed sees the same batches."""
     train_text, held_out = collect_corpus()
     ids = encode(train_text)
     d, e = RECIPE["data"], RECIPE["eval"]
     evaluation = _stretches(encode(held_out[:SAMPLE_CHARS]), e["batch"], e["T"])
-    model = build_model(name=name)
+    model = build_model(seed, name=name)
     history = train_recipe(
         model,
         lambda gen: windows(ids, d["batch"], d["T"], gen),
-        RECIPE,
+        recipe(name, seed),
         steps,
         progress=progress,
         callback=lambda step, m: {"held-out loss": held_out_loss(m, evaluation)},
@@ -272,17 +309,19 @@ def train_real_text(progress=True, steps=None, name=FULL):
     return model, history, (train_text, held_out)
 
 
-def retrain(name=FULL):
-    """Retrain ``name``, then write its weights and card, and the held-out sample, in ``data/``."""
+def retrain(name=FULL, seed=RECIPE["seed"]):
+    """Retrain ``name`` from ``seed``, then write its weights and card, and the held-out
+    sample, in ``data/``."""
     load_before = os.getloadavg()[0]
-    model, history, (train_text, held_out) = train_real_text(name=name)
+    model, history, (train_text, held_out) = train_real_text(name=name, seed=seed)
+    stem = run_name(name, seed)
     load = max(load_before, os.getloadavg()[0])
     out = data_dir()
-    save_weights(model, out / f"{name}.pt")
+    save_weights(model, out / f"{stem}.pt")
     (out / SAMPLE).write_text(held_out[:SAMPLE_CHARS])  # the same text for every architecture
     sample = held_out_sample()
     card = dict(
-        recipe=recipe(name),
+        recipe=recipe(name, seed),
         corpus=dict(
             source="docstrings of the Python standard library (module, class, function)",
             licence="PSF License Agreement (Python Software Foundation License)",
@@ -302,12 +341,12 @@ def retrain(name=FULL):
         load_average=round(load, 2),
         final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
         # 6 digits: rounded once more to 3 in the .md, it stays the notebook's number
-        held_out_loss=round(held_out_loss(load_real_text(name)), 6),
+        held_out_loss=round(held_out_loss(load_real_text(name, seed)), 6),
         baselines={k: round(v, 4) for k, v in baselines(sample).items()},
         log=dict(step=history["eval_step"], held_out_loss=history["held-out loss"]),
     )
-    (out / f"model_card_{name}.json").write_text(json.dumps(card, indent=1) + "\n")
-    (out / f"model_card_{name}.md").write_text(_markdown(card))
+    (out / f"model_card_{stem}.json").write_text(json.dumps(card, indent=1) + "\n")
+    (out / f"model_card_{stem}.md").write_text(_markdown(card))
     return card
 
 
@@ -369,17 +408,15 @@ def _markdown(card):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--retrain", action="store_true", help="retrain and rewrite data/")
-    parser.add_argument(
-        "--only", choices=ARCHITECTURES, nargs="+", help="retrain only these (default: all)"
-    )
+    parser.add_argument("--only", choices=RUNS, nargs="+", help="retrain only these (default: all)")
     args = parser.parse_args(argv)
     if not args.retrain:
         parser.error("nothing to do: pass --retrain to regenerate data/")
-    for name in args.only or ARCHITECTURES:
+    for run in args.only or RUNS:
         start = time.perf_counter()
-        card = retrain(name)
+        card = retrain(*RUNS[run])
         print(
-            f"{name}: wrote {data_dir()} ({time.perf_counter() - start:.1f} s): held-out loss "
+            f"{run}: wrote {data_dir()} ({time.perf_counter() - start:.1f} s): held-out loss "
             f"{card['held_out_loss']:.3f} (uniform {card['baselines']['uniform']:.3f})"
         )
 

@@ -9,9 +9,10 @@ Two models share one recipe and differ only in positions:
 ``load_shipped(name)`` returns a trained model (no training, a fraction of a second).
 ``train_shipped(name=...)`` retrains one from scratch with the same recipe, on one core
 (``attnlib.train.TRAIN_THREADS``; `make bench` times it). ``python -m attnlib.shipped --retrain``
-(= ``make data``) retrains both, and notebook 10's real-text models (:mod:`attnlib.realtext`),
-and rewrites their weights and model cards in ``data/``: one process per model, two at a time
-(``--jobs``), each on one thread, so the six models fit in 15 minutes on two cores.
+(= ``make data``) retrains both, and notebook 10's real-text models (:mod:`attnlib.realsource`'s
+two seeds on Python source first, then :mod:`attnlib.realtext`'s on docstrings), and rewrites
+their weights and model cards in ``data/``: one process per model, two at a time (``--jobs``),
+each on one thread.
 """
 
 import argparse
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnlib import realtext, tasks
+from attnlib import realsource, realtext, tasks
 from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir, data_file
 from attnlib.patterns import repeat_templates, template_score
@@ -245,8 +246,11 @@ def retrain(name=DEFAULT):
 
 
 def _retrain_one(name):
-    if name in realtext.ARCHITECTURES:  # its own corpus, recipe and card: attnlib.realtext
+    if name in realtext.RUNS:  # its own corpus, recipe and card: attnlib.realtext
         realtext.main(["--retrain", "--only", name])
+        return
+    if name in realsource.NAMES:  # Python source: attnlib.realsource
+        realsource.main(["--retrain", "--seed", str(realsource.NAMES[name])])
         return
     start = time.perf_counter()
     card = retrain(name)
@@ -258,14 +262,18 @@ def _retrain_one(name):
     )
 
 
+ALL_NAMES = [*realsource.NAMES, *realtext.RUNS, *MODELS]  # the longest runs first
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--retrain", action="store_true", help="retrain and rewrite data/")
     parser.add_argument(
         "--only",
-        choices=[*realtext.ARCHITECTURES, *MODELS],
+        choices=ALL_NAMES,
         nargs="+",
-        help="retrain only these (default: all; real_text* are attnlib.realtext's)",
+        help="retrain only these (default: all; real_text_induction* are attnlib.realsource's, "
+        "the other real_text* attnlib.realtext's)",
     )
     parser.add_argument(
         "--jobs", type=int, default=2, help="models trained at once, one core each (default 2)"
@@ -275,7 +283,7 @@ def main(argv=None):
         parser.error("nothing to do: pass --retrain to regenerate data/")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")
-    names = args.only or [*realtext.ARCHITECTURES, *MODELS]  # the longest runs first
+    names = args.only or ALL_NAMES  # the longest runs first
     # spawn: a fresh interpreter per model, no torch state forked from this one
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:

@@ -12,6 +12,7 @@ over 500 s that way, against about 70 s on one thread on the same loaded machine
 bench` measures it with one core kept busy).
 """
 
+import math
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,6 +85,7 @@ def train(
     weight_decay=0.1,
     warmup=100,
     seed=0,
+    decay_to=None,
     progress=True,
     live_plot=False,
     callback=None,
@@ -97,6 +99,8 @@ def train(
     end) ``callback(step, model)`` may return a dict of numbers to log (it runs under
     ``torch.no_grad()`` in eval mode). ``live_plot=True`` redraws the training loss and the
     logged numbers in a notebook while it trains. It runs on ``threads`` torch threads.
+    The learning rate rises linearly over ``warmup`` steps, then stays at ``lr``, or, with
+    ``decay_to`` (a share of ``lr``), falls along a half cosine to ``decay_to · lr``.
 
     Returns ``{"step": [...], "loss": [...], "eval_step": [...], <callback keys>: [...],
     "seconds": wall time, "threads": torch threads used}``.
@@ -136,7 +140,7 @@ def train(
             tokens = _next_batch(batches, gen)
             loss = per_token_loss(model(tokens), tokens).mean()
             loss.backward()
-            adamw.step(lr * min(1.0, (step + 1) / max(warmup, 1)))  # linear warm-up
+            adamw.step(learning_rate(step, steps, lr, warmup, decay_to))
             history["step"].append(step)
             history["loss"].append(loss.item())
             if bar is not None:
@@ -154,6 +158,14 @@ def train(
     return history
 
 
+def learning_rate(step, steps, lr, warmup, decay_to=None):
+    """The learning rate of ``step``: linear warm-up, then constant or cosine decay."""
+    if step < warmup or decay_to is None:
+        return lr * min(1.0, (step + 1) / max(warmup, 1))
+    progress = (step - warmup) / max(steps - warmup, 1)  # 0 … 1 after the warm-up
+    return lr * (decay_to + (1 - decay_to) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
 def save_weights(model, path) -> None:
     """``model``'s weights to ``path``, whole or not at all: an interrupted save (Ctrl-C in
     `make data`) leaves the weights that were there."""
@@ -164,7 +176,8 @@ def save_weights(model, path) -> None:
 
 def train_recipe(model, batches, recipe, steps=None, **options):
     """:func:`train` with a model recipe's optimiser and seed (``recipe["optim"]``: steps,
-    lr, weight_decay, warmup; ``recipe["seed"]``); ``steps`` overrides the recipe's."""
+    lr, weight_decay, warmup, optionally decay_to; ``recipe["seed"]``); ``steps`` overrides
+    the recipe's."""
     o = recipe["optim"]
     return train(
         model,
@@ -173,6 +186,7 @@ def train_recipe(model, batches, recipe, steps=None, **options):
         lr=o["lr"],
         weight_decay=o["weight_decay"],
         warmup=o["warmup"],
+        decay_to=o.get("decay_to"),
         seed=recipe["seed"],
         **options,
     )

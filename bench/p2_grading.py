@@ -153,8 +153,9 @@ def _bare(path: str) -> None:
 
 def _imports_only(made) -> list:
     """One job per submission of ``made``, its notebook cut down to the imports cell."""
-    from grader import settings, trusted
-    from grader.job import Job
+    from grader import settings
+    from grader.batch.job import Job
+    from grader.judging import trusted
 
     config = settings.load()
     models = trusted.models(assignments(), config.release_cache)
@@ -173,7 +174,9 @@ def _imports_only(made) -> list:
 def _warm(folder: Path) -> None:
     """What the course grader makes once per version of solutions/ (untimed, as stock
     nbgrader's generate_assignment): the trusted release and its empty gradebook."""
-    from grader import gradebook, settings, trusted
+    from grader import settings
+    from grader.judging import trusted
+    from grader.results import gradebook
 
     cache = settings.load().release_cache
     models = trusted.models(assignments(), cache)
@@ -182,8 +185,8 @@ def _warm(folder: Path) -> None:
 
 def _floor(jobs, workers: int) -> dict[str, float]:
     """{notebook: mean seconds of its imports-only run}, ``workers`` jobs at a time."""
-    from grader.job import grade
-    from grader.judge import warm
+    from grader.batch.job import grade
+    from grader.judging.judge import warm
 
     with ProcessPoolExecutor(max_workers=workers, initializer=warm) as pool:  # as the grader
         results = list(pool.map(grade, jobs))

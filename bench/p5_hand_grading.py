@@ -18,8 +18,8 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from bench.p2_grading import make_class
-from grader import gradebook
 from grader.course import REPO_ROOT, exercises
+from grader.results import gradebook
 
 NOTEBOOK = "01_soft_lookup"
 RUNS = 3

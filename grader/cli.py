@@ -3,26 +3,27 @@
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; one with
 ``TAKES_SETTINGS = True`` also gets ``args.settings`` (``grader.settings.load``: the course's
 ``nbgrader_config.py``, then the command line's ``--GraderSettings.<name>=`` and short options).
-Errors the user can fix are raised as :class:`UserError` and printed in one line.
+Errors the user can fix are raised as :class:`grader.errors.UserError` and printed in one line.
 """
 
 import argparse
 import importlib
 import sys
 
+from grader.errors import UserError
+
 COMMANDS = {
-    "release": ("grader.release", "regenerate notebooks/ from solutions/"),
-    "autograde": ("grader.autograde", "grade a folder of submissions into OUT/grades.csv"),
-    "formgrader": ("grader.formgrader", "open nbgrader's formgrader on a graded class"),
-    "totals": ("grader.totals", "carry hand-entered points into OUT's CSVs, feedback, report"),
-    "export": ("grader.export", "final grades as a Canvas import CSV and a long CSV"),
-    "bundle": ("grader.bundle", "zip the student release for handing out"),
-    "handouts": ("grader.handouts", "HTML and PDF handouts of every notebook"),
+    "release": ("grader.commands.release", "regenerate notebooks/ from solutions/"),
+    "autograde": ("grader.commands.autograde", "grade a folder of submissions into OUT/grades.csv"),
+    "formgrader": ("grader.commands.formgrader", "open nbgrader's formgrader on a graded class"),
+    "totals": (
+        "grader.commands.totals",
+        "carry hand-entered points into OUT's CSVs, feedback, report",
+    ),
+    "export": ("grader.commands.export", "final grades as a Canvas import CSV and a long CSV"),
+    "bundle": ("grader.commands.bundle", "zip the student release for handing out"),
+    "handouts": ("grader.commands.handouts", "HTML and PDF handouts of every notebook"),
 }
-
-
-class UserError(Exception):
-    """A problem with the user's input, reported as one clear line (exit code 2)."""
 
 
 def main(argv=None) -> int:

@@ -1,4 +1,5 @@
-"""`python -m grader release`: regenerate the student notebooks from `solutions/`.
+"""The student release: the notebooks of `solutions/` regenerated (`python -m grader release`,
+``grader.commands.release``; the trusted release cache, ``grader.judging.trusted``).
 
 nbgrader's generate_assignment clears solutions and hidden tests, locks the
 test cells and strips outputs. Each released notebook then gets its release in its
@@ -19,12 +20,6 @@ import nbformat
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
 
 METADATA_KEY = "attn_release"
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--dest", type=Path, default=RELEASE, help="release folder (default: notebooks/)"
-    )
 
 
 def version(assignment: str) -> str:
@@ -64,9 +59,3 @@ def release(dest: Path = RELEASE) -> list[Path]:
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         list(pool.map(lambda a: _generate(a, dest), assignments()))
     return sorted(dest.glob("*/*.ipynb"))
-
-
-def run(args) -> int:
-    for path in release(args.dest):
-        print(f"released {path.relative_to(path.parent.parent.parent)}")
-    return 0

@@ -9,9 +9,16 @@ options. ``nbgrader_config.py`` never imports the grader: learners' Validate rea
 """
 
 import argparse
+import ast
 import itertools
+import math
 import os
+import re
+import warnings
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import dateutil.parser
 from traitlets import (
     Bool,
     Dict,
@@ -25,8 +32,9 @@ from traitlets import (
 )
 from traitlets.config import Config, Configurable, KVArgParseConfigLoader, PyFileConfigLoader
 
-from grader.cli import UserError
+from grader import course
 from grader.course import REPO_ROOT
+from grader.errors import UserError
 
 CONFIG_FILE = "nbgrader_config.py"
 
@@ -91,7 +99,7 @@ class GraderSettings(Configurable):
     workers = Integer(0, min=0, help="Parallel workers; 0 means one per core.").tag(config=True)
     skip_demo_cells = Bool(
         True,
-        help="Leave out the demo cells no check depends on (grader.needs); a notebook that "
+        help="Leave out the demo cells no check depends on (grader.run.needs); a notebook that "
         "loses any point that way runs again in full.",
     ).tag(config=True)
     sandbox = Bool(
@@ -132,12 +140,15 @@ class GraderSettings(Configurable):
         "from them, are cached (by content hash)."
     ).tag(config=True)
     due_dates = Dict(
+        key_trait=Unicode(),
         value_trait=Unicode(),
         help="{notebook: due date}, e.g. {'01_soft_lookup': '2026-12-10 17:00 +01:00'} (no "
-        "zone: UTC); grader.deadlines. Applied by `grader totals`, never part of a grade's key.",
+        "zone: UTC); grader.results.deadlines. Applied by `grader totals`, never part of a "
+        "grade's key.",
     ).tag(config=True)
     extensions = Dict(
-        help="Extensions: {student: hours later for every notebook, or {notebook: hours}}."
+        key_trait=Unicode(),
+        help="Extensions: {student: hours later for every notebook, or {notebook: hours}}.",
     ).tag(config=True)
     late_policy = Enum(
         ["none", "per_hour", "per_day", "refuse"],
@@ -145,15 +156,58 @@ class GraderSettings(Configurable):
         help="Late work: none (only stated), per_hour or per_day (late_penalty of the "
         "notebook's points per started hour or day), refuse (it scores 0).",
     ).tag(config=True)
-    late_penalty = Float(0.1, help="Share of a notebook's points per late hour or day.").tag(
-        config=True
-    )
+    late_penalty = Float(
+        0.1, min=0.0, max=1.0, help="Share of a notebook's points per late hour or day."
+    ).tag(config=True)
+
+    lms = Enum(
+        ["canvas", "moodle"],
+        "canvas",
+        help='Whose bulk download `grader collect` reads: Canvas\'s "Download Submissions" '
+        'zip or Moodle\'s "Download all submissions" (grader.intake.collect).',
+    ).tag(config=True)
+    lms_pattern = Unicode(
+        "",
+        help="How `grader collect` reads a file's path in the bulk download: a regular "
+        "expression with the groups file and id or name (default: the lms's own naming).",
+    ).tag(config=True)
 
     @validate("sandbox_cpus", "judge_seconds", "stream_grace")
     def _positive(self, proposal):
-        if proposal.value <= 0:  # Float's min is inclusive: 0 would not limit, it would stall
-            raise TraitError(f"{proposal.trait.name} must be positive, not {proposal.value}")
+        # Float's min is inclusive (0 would not limit, it would stall) and lets inf through
+        if not (0 < proposal.value < math.inf):
+            raise Refused(f"{proposal.value} refused")
         return proposal.value
+
+    @validate("late_penalty")
+    def _finite(self, proposal):
+        if math.isnan(proposal.value):  # nan passes Float's bounds
+            raise Refused(f"{proposal.value} refused")
+        return proposal.value
+
+    @validate("due_dates")
+    def _due_dates(self, proposal):
+        for notebook, text in proposal.value.items():
+            _known_notebook(notebook)
+            parse_due(text, notebook)
+        return proposal.value
+
+    @validate("lms_pattern")
+    def _pattern(self, proposal):
+        try:
+            groups = re.compile(proposal.value).groupindex if proposal.value else {"file": 0}
+        except re.error as err:
+            raise Refused(f"{proposal.value!r} is no regular expression ({err})") from None
+        if "file" not in groups or proposal.value and not {"id", "name"} & set(groups):
+            raise Refused(f"{proposal.value!r} lacks a group it needs")
+        return proposal.value
+
+    @validate("extensions")
+    def _extensions(self, proposal):
+        return {
+            _student_name(student): _extension(student, given)
+            for student, given in proposal.value.items()
+        }
 
     @default("seed")
     def _seed_default(self):
@@ -172,6 +226,112 @@ class GraderSettings(Configurable):
     def snapshot(self) -> dict:
         """Every setting as plain data (what a job carries to its worker)."""
         return {name: getattr(self, name) for name in sorted(self.trait_names(config=True))}
+
+
+class Refused(TraitError):
+    """A setting's value refused by a check of ours: its message says why; ``says_accepts``
+    when it already says what is accepted too."""
+
+    def __init__(self, why: str, says_accepts: bool = False):
+        super().__init__(why)
+        self.says_accepts = says_accepts
+
+
+DUE_EXAMPLE = "'2026-12-10 17:00 +01:00' or '2026-12-10 17:00 Europe/Paris'"
+ACCEPTS = {
+    "due_dates": f"{{notebook: due date}}, a date as {DUE_EXAMPLE} (no zone: UTC)",
+    "extensions": "{student: hours, or {notebook: hours}}, hours a number of at least 0",
+    "release_cache": "a folder",
+    "lms_pattern": "a regular expression with the groups (?P<file>...) and (?P<id>...) or "
+    "(?P<name>...)",
+}
+POSITIVE = ("sandbox_cpus", "judge_seconds", "stream_grace")
+
+
+def accepts(name: str) -> str:
+    """What setting ``name`` accepts, in words."""
+    trait = GraderSettings.class_traits()[name]
+    if name in ACCEPTS:
+        return ACCEPTS[name]
+    if isinstance(trait, Enum):
+        return "one of " + ", ".join(trait.values)
+    if isinstance(trait, Bool):
+        return "True or False"
+    if name in POSITIVE:
+        return "a finite number above 0"
+    kind = "a whole number" if isinstance(trait, Integer) else "a number"
+    if trait.min is not None and trait.max is not None:
+        kind += f" from {trait.min:g} to {trait.max:g}"
+    elif trait.min is not None:
+        kind += f" of at least {trait.min:g}"
+    return kind + (", or None" if trait.allow_none else "")
+
+
+def parse_due(text: str, notebook: str = "") -> datetime:
+    """A due date as the settings write it, as aware UTC: a date, a time, then an offset
+    (``+01:00``, ``Z``, ``UTC``) or a zone name (``Europe/Paris``); no zone means UTC. A
+    part missing (no year), or a zone abbreviation dateutil cannot place (``CET``), is
+    refused rather than guessed."""
+    where = f"{notebook}: " if notebook else ""
+    head, _, last = text.strip().rpartition(" ")
+    zone = _zone(where, last) if "/" in last else None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", dateutil.parser.UnknownTimezoneWarning)
+            when, other = (
+                dateutil.parser.parse(head if zone else text, default=datetime(d, d, d))
+                for d in (1, 2)
+            )
+    except (ValueError, OverflowError, dateutil.parser.UnknownTimezoneWarning):
+        raise Refused(f"{where}{text!r} is not a date with a known zone") from None
+    if when.date() != other.date():
+        raise Refused(f"{where}{text!r} is not a whole date (year, month and day)")
+    if zone is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=zone)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _zone(where: str, name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise Refused(f"{where}unknown time zone {name!r}") from None
+
+
+def _known_notebook(name) -> str:
+    known = course.assignments()
+    if name not in known:
+        raise Refused(f"unknown notebook {name!r}; the notebooks: {', '.join(known)}", True)
+    return name
+
+
+def _student_name(name: str) -> str:
+    """A student id is the name of a folder in SUBMISSIONS (grader.intake.submissions)."""
+    if not name.strip() or name.startswith((".", "__")) or any(c in name for c in "/\\\0"):
+        raise Refused(f"{name!r} is no student id (the name of a student's folder)")
+    return name
+
+
+def _extension(student: str, given):
+    """``extensions[student]``: hours, or {notebook: hours} (the command line gives text)."""
+    if isinstance(given, str):
+        given = _literal(given)
+    if isinstance(given, dict):
+        return {_known_notebook(nb): _hours(f"{student}: {nb}", h) for nb, h in given.items()}
+    return _hours(student, given)
+
+
+def _literal(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def _hours(where: str, hours) -> float:
+    if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not 0 <= hours < math.inf:
+        raise Refused(f"{where}: {hours!r} is not a number of hours")
+    return float(hours)
 
 
 # The options `python -m grader autograde` always had, as traitlets aliases and flags.
@@ -218,9 +378,19 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     return ours, rest
 
 
-def _option(name: str) -> str:
-    short = [alias for alias, target in ALIASES.items() if target == PREFIX + name]
-    return "--" + (short[0] if short else PREFIX + name)
+def _typed(argv: list[str]) -> dict:
+    """{setting name: the option that set it, as typed} of the settings' options ``argv``."""
+    typed = {}
+    for token in argv:
+        option = token.partition("=")[0]
+        name = option.removeprefix("--")
+        if name in FLAGS:
+            typed |= dict.fromkeys(FLAGS[name][0]["GraderSettings"], option)
+        elif name in ALIASES:
+            typed[ALIASES[name].removeprefix(PREFIX)] = option
+        elif name.startswith(PREFIX):
+            typed[name.removeprefix(PREFIX)] = option
+    return typed
 
 
 def _command_line(argv: list[str]) -> Config:
@@ -260,18 +430,33 @@ def course_id(path=REPO_ROOT) -> str:
 
 def load(overrides: dict | None = None, path=REPO_ROOT, argv: list[str] = ()) -> GraderSettings:
     """The settings from ``path/nbgrader_config.py``, then ``argv`` (options as
-    :func:`split_argv` picks them), then ``overrides`` (None values skipped)."""
+    :func:`split_argv` picks them), then ``overrides`` (None values skipped), each checked as
+    it is set: a bad one is a UserError naming it as it was given."""
     config = PyFileConfigLoader(CONFIG_FILE, path=str(path)).load_config()
-    try:
-        settings = GraderSettings(config=config)
-    except TraitError as err:
-        raise UserError(f"{CONFIG_FILE}: {err}") from None
-    for name, value in _command_line(argv).GraderSettings.items():
-        try:
-            settings.update_config(Config({"GraderSettings": {name: value}}))
-        except TraitError as err:
-            raise UserError(f"{_option(name)}: {err}") from None
-    for name, value in (overrides or {}).items():
-        if value is not None:
-            setattr(settings, name, value)
+    typed = _typed(argv)
+    given = [(f"{CONFIG_FILE}: c.{PREFIX}{n}", n, v) for n, v in config.GraderSettings.items()]
+    given += [(typed[n], n, v) for n, v in _command_line(argv).GraderSettings.items()]
+    given += [(n, n, v) for n, v in (overrides or {}).items() if v is not None]
+    settings = GraderSettings()
+    for where, name, value in given:
+        _set(settings, where, name, value)
     return settings
+
+
+def _set(settings: GraderSettings, where: str, name: str, value) -> None:
+    if name not in GraderSettings.class_trait_names(config=True):
+        raise UserError(f"{where}: unknown setting; see grader/settings.py")
+    try:
+        settings.update_config(Config({"GraderSettings": {name: value}}))
+    except TraitError as err:
+        if isinstance(err, Refused) and err.says_accepts:
+            raise UserError(f"{where}: {err}") from None
+        why = str(err) if isinstance(err, Refused) else f"{_shown(value)} refused"
+        raise UserError(f"{where}: {why}; {name} accepts {accepts(name)}") from None
+
+
+def _shown(value) -> str:
+    if isinstance(value, list) and len(value) == 1:  # the command line's form of one item
+        value = value[0]
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -55,7 +55,7 @@ def _settings_for_start(args) -> settings.Settings:
              if getattr(args, f.name, None) is not None}  # fmt: skip
     root = settings.root_folder(args.root)
     try:  # a restart keeps the options of the last start unless given again
-        saved = vars(settings.load(root)) if (root / "hub" / "settings.json").is_file() else {}
+        saved = vars(settings.load(root)) if settings.settings_file(root).is_file() else {}
     except SetupError:
         saved = {}
     saved.pop("course_id", None)  # always the course's own

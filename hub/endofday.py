@@ -110,6 +110,7 @@ def wipe(s: Settings) -> list[str]:
         subprocess.run(["groupdel", group], check=False, stderr=subprocess.DEVNULL)
     for path in (s.exchange, s.instructor, s.homes, s.state):
         shutil.rmtree(path, ignore_errors=True)
+    s.settings_file.unlink(missing_ok=True)
     for controller in ("", *limits.V1):
         try:
             (limits.CGROUP_FS / controller / s.group).rmdir()

@@ -8,7 +8,7 @@ the same, e.g. Debian's 3.11 breaks the packages' soupsieve), seeded with the pa
 ``make setup`` already installed and tested: files are hard-linked where the file system
 allows it (nothing ever writes them in place), copied elsewhere. The course's own editable
 install is left out; instead ``ROOT/course`` holds the student materials, built like the
-student bundle (``grader.bundle``: a fresh release, attnlib, data, from an allow-list and
+student bundle (``grader.commands.bundle``: a fresh release, attnlib, data, from an allow-list and
 scanned for solutions), and a ``.pth`` file makes its ``attnlib`` importable (and, for the
 instructors only, who alone can open it, their private copy of the course with the grader).
 Everything is owned by root and readable by all, writable by nobody else.
@@ -23,8 +23,8 @@ import sysconfig
 from importlib import metadata
 from pathlib import Path
 
-from grader import bundle
-from grader.cli import UserError
+from grader.commands import bundle
+from grader.errors import UserError
 
 COURSE_DIST = "attention_step_by_step"  # the checkout's own editable install, never seeded
 SCRIPT = """#!{python}

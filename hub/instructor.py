@@ -18,8 +18,9 @@ notebooks and releases it to the students' Assignments tab.
 
 Deadlines hold on the hub: collect (``ReceivedCollect``) records when the exchange received
 each submission from the file system's change times, which the student cannot set, and the
-course grader takes that time over the student's own ``timestamp.txt`` (``grader.deadlines``);
-nbgrader's feedback states it and takes off the late penalty (``LateWork``).
+course grader takes that time over the student's own ``timestamp.txt``
+(``grader.results.deadlines``); nbgrader's feedback states it and takes off the late penalty
+(``LateWork``).
 """
 
 import functools
@@ -42,9 +43,12 @@ from nbgrader.utils import ignore_patterns, parse_utc
 from traitlets import Unicode, default
 
 from attnlib.lab import write_profile
-from grader import bundle, course, csvfile, deadlines, formgrader, gradebook, settings, trusted
+from grader import course, settings
+from grader.commands import bundle, formgrader
+from grader.commands.totals import current as current_grades
 from grader.configfile import config_file
-from grader.totals import current as current_grades
+from grader.judging import trusted
+from grader.results import csvfile, deadlines, gradebook
 from hub import graderun, nofollow
 from hub.settings import REPO_ROOT, Settings
 
@@ -65,7 +69,11 @@ REFUSAL = (
 
 class HubGraderOnly(NotebookExporter):
     """``Autograde.exporter_class`` on the hub: Autograde makes its exporter before it
-    touches any file, so refusing here leaves everything as it was (see grader.formgrader)."""
+    touches any file, so refusing here leaves everything as it was
+    (see grader.commands.formgrader)."""
+
+    # Overrides nbgrader internals (pinned in pyproject.toml); guarded by
+    # tests/test_overrides.py::test_formgrader_s_autograde_makes_its_exporter_before_it_converts
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -200,7 +208,7 @@ def release(s: Settings, assignments: list[str]) -> int:
 class ReceivedCollect(ExchangeCollect):
     """nbgrader's collect (``ExchangeFactory.collect`` on the hub) that takes a submission
     only from the attendee it names, and records, for each submission it copies, when the
-    exchange received it (``grader.deadlines`` reads it).
+    exchange received it (``grader.results.deadlines`` reads it).
 
     nbgrader takes the student from the inbound folder's name, which the submitter writes:
     a folder counts only when it is a real folder (no link in it) made by the unix account
@@ -209,6 +217,9 @@ class ReceivedCollect(ExchangeCollect):
 
     out = Unicode(help="The course grader's OUT, where the times are recorded.").tag(config=True)
 
+    # Overrides nbgrader internals (pinned in pyproject.toml); guarded by
+    # tests/test_hub_exchange.py::test_a_submission_counts_only_for_the_attendee_who_made_it
+    # (so do _path_to_record, copy_files and do_copy below)
     def init_src(self):
         self._refused = []
         super().init_src()
@@ -218,8 +229,7 @@ class ReceivedCollect(ExchangeCollect):
         self.src_records = [r for r in self.src_records if r["username"] is not None]
         _write_refusals(Path(self.out), self.coursedir.assignment_id, self._refused)
 
-    # Overrides nbgrader internals (pinned in pyproject.toml); exercised by
-    # tests/test_hub_exchange.py::test_a_submission_counts_only_for_the_attendee_who_made_it
+    # Overrides nbgrader internals: see init_src
     def _path_to_record(self, path):
         claimed = os.path.basename(path).rsplit("+", 3)[0]
         reason = refusal(Path(path), claimed)
@@ -235,6 +245,7 @@ class ReceivedCollect(ExchangeCollect):
         self.log.warning("refused %s: %s; left in place", path, reason)
         self._refused.append((os.path.basename(path), reason))
 
+    # Overrides nbgrader internals: see init_src
     def copy_files(self):
         for rec in self.src_records:  # a copy interrupted before its record: copy it again
             student = rec["username"]
@@ -246,6 +257,7 @@ class ReceivedCollect(ExchangeCollect):
         super().copy_files()
         _write_refusals(Path(self.out), self.coursedir.assignment_id, self._refused)
 
+    # Overrides nbgrader internals: see init_src
     def do_copy(self, src, dest, log=None):
         """nbgrader's copy (its size limits and ignore patterns), never following a link: the
         attendee may swap one in after ``refusal`` looked. A folder over the limits or with a
@@ -395,7 +407,7 @@ def totals(s: Settings) -> int:
 
 class LateWork(Preprocessor):
     """Runs after nbgrader's GetGrades in generate_feedback: states when the notebook was
-    handed in and due (``grader.deadlines.describe``) and takes off the late penalty, as the
+    handed in and due (``grader.results.deadlines.describe``) and takes off the late penalty, as the
     course grader's feedback and CSVs do (``grader totals``, with the course's settings)."""
 
     out = Unicode(help="The course grader's OUT.").tag(config=True)

@@ -1,6 +1,6 @@
 """Per-attendee limits for JupyterHub's local spawner: memory, CPU and processes.
 
-Where root may make cgroups (``grader.cgroups``, the same module the grader's sandboxes use),
+Where root may make cgroups (``grader.run.cgroups``, the same module the grader's sandboxes use),
 each attendee's server goes into ``<cgroup fs>/<name>/<user>``, which caps what all their
 processes together use (memory, CPU time as a share of cores, processes), and stopping the
 server ends every process left in it. Elsewhere (a container without cgroup rights) rlimits
@@ -11,10 +11,10 @@ set), and no CPU cap; the hub's log says which applies.
 import resource
 from pathlib import Path
 
-from grader import cgroups
-from grader.cgroups import CGROUP_FS, V1, Limits, end_processes, join, kill_until_gone, remove
+from grader.run import cgroups
+from grader.run.cgroups import CGROUP_FS, V1, Limits, end_processes, join, kill_until_gone, remove
 
-__all__ = [  # what the hub uses; the cgroup work itself is grader.cgroups'
+__all__ = [  # what the hub uses; the cgroup work itself is grader.run.cgroups'
     "CGROUP_FS", "V1", "Limits", "create", "end_processes", "folders", "join",
     "kill_until_gone", "remove", "set_rlimits",
 ]  # fmt: skip

@@ -79,7 +79,7 @@ def lay_out(s: Settings) -> None:
     gid = ensure_group(s.instructor_group, s.groups_file)
     exchange.lay_out(s, gid)  # before anyone signs in: no attendee takes a folder first
     for path in answers.close_to_others():
-        print(f"Made {path} unreadable to attendees (chmod o-rwx): it holds the answers.")
+        print(f"Made {path} unreadable to attendees (chmod o-rwx): answers or grader output.")
     print(f"Laying out {s.root}: the release, the course and the grading folder...", flush=True)
     notebooks = fresh_release(s.release)
     environment.write_course(s.course, notebooks)
@@ -126,6 +126,13 @@ def banner(s: Settings, passwords: dict) -> str:
     ])  # fmt: skip
 
 
+def private_database(path: Path) -> None:
+    """JupyterHub's database (the user list with admin flags, every server's port) root's
+    alone, made before JupyterHub opens it (SQLite gives its journals the same mode)."""
+    path.touch(mode=0o600)
+    os.chmod(path, 0o600)
+
+
 def start(s: Settings, students: str | None, instructors: str | None) -> None:
     require_root("the workshop server")
     if not settings.proxy_command().is_file():
@@ -137,6 +144,7 @@ def start(s: Settings, students: str | None, instructors: str | None) -> None:
     passwords = settings.passwords(s, students, instructors)
     print(banner(s, passwords), flush=True)
     env = dict(os.environ, **{settings.ROOT_VARIABLE: str(s.root)})
+    private_database(s.state / "jupyterhub.sqlite")
     os.chdir(s.state)
     cmd = [sys.executable, "-m", "jupyterhub", "-f", str(CONFIG_FILE)]
     os.execve(sys.executable, cmd, env)

@@ -1,4 +1,4 @@
-"""The workshop server's settings: one object, saved as ``ROOT/hub/settings.json``.
+"""The workshop server's settings: one object, saved as ``ROOT/settings.json``.
 
 ``python -m hub start`` makes it from its options and saves it; JupyterHub's config file,
 the spawner, the instructor's commands and ``python -m hub end`` read it back (from
@@ -13,8 +13,8 @@ import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from grader.cli import UserError
 from grader.course import REPO_ROOT  # noqa: F401 (hub/ and grader/ always sit in one checkout)
+from grader.errors import UserError
 from grader.settings import course_id
 
 DEFAULT_ROOT = Path("/opt/attention-course")
@@ -94,8 +94,12 @@ class Settings:
         return self.root / "profiles"
 
     @property
-    def state(self) -> Path:  # JupyterHub's database, cookie secret, logs, these settings
+    def state(self) -> Path:  # JupyterHub's database, cookie secret, logs: root's alone
         return self.root / "hub"
+
+    @property
+    def settings_file(self) -> Path:  # readable by all: instructors' commands read it
+        return settings_file(self.root)
 
     @property
     def backups(self) -> Path:
@@ -110,13 +114,19 @@ class Settings:
         return self.state / "passwords.json"
 
     def save(self) -> Path:
+        """These settings (no secret in them) in ROOT; ROOT/hub made root's alone (0700): it
+        holds the user list with admin flags and every server's port (the database)."""
         self.state.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.state, 0o755)
-        path = self.state / "settings.json"
+        os.chmod(self.state, 0o700)
+        path = self.settings_file
         data = asdict(self) | {"root": str(self.root)}
         path.write_text(json.dumps(data, indent=1) + "\n")
         os.chmod(path, 0o644)
         return path
+
+
+def settings_file(root: Path) -> Path:
+    return root / "settings.json"
 
 
 def root_folder(root: Path | None = None) -> Path:
@@ -127,7 +137,7 @@ def root_folder(root: Path | None = None) -> Path:
 def load(root: Path | None = None) -> Settings:
     """The settings the server at ``root`` (or ``ATTN_HUB_ROOT``, or the default) runs with."""
     root = root_folder(root)
-    path = root / "hub" / "settings.json"
+    path = settings_file(root)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):

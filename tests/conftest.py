@@ -7,7 +7,7 @@ import threading
 import nbformat
 import pytest
 
-from grader.course import release_path, source_path
+from grader.course import assignments, release_path, source_path
 
 # Hidden checks draw random cases; the suite pins the draw so a run is repeatable
 # (set ATTN_GRADER_SEED yourself to try other draws).
@@ -37,7 +37,7 @@ SLOW_MODULES = {
     "grading": {"test_cluster", "test_validate", "test_grade_some", "test_totals_export",
                 "test_sandbox", "test_attacks_leaks", "test_attacks_limits", "test_autograde"},
 }  # fmt: skip
-SLOW_FIXTURES = {"graded": "graded", "small_class": "grading"}
+SLOW_FIXTURES = {"graded": "graded", "small_class": "grading", "validated": "grading"}
 # Quick modules' tests that build a release (notebooks/ or the trusted release cache, cold in a
 # fresh clone), start a kernel, or run a notebook's experiment on the shipped weights.
 SLOW_TESTS = {
@@ -86,6 +86,17 @@ def small_class(tmp_path_factory):
     from fixtures.small_class import grade
 
     return grade(tmp_path_factory.mktemp("small_class"))
+
+
+@pytest.fixture(scope="session")
+def validated(tmp_path_factory):
+    """{batch: (notebook, path, Validate's result)} of the sampled catalogue batches
+    (``fixtures/batches.py``), validated once for the Validate and the grading tests."""
+    from fixtures.batches import sample
+    from fixtures.validate import validate_batches
+
+    batches = [batch for notebook in assignments() for batch in sample(notebook)]
+    return validate_batches(batches, tmp_path_factory.mktemp("batches"))
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from fixtures.leaks import FORMULA, NB, STASH_MARK
 
-from grader import csvfile
 from grader.course import assignments
 from grader.kernel import policy, recorders
+from grader.results import csvfile
 
 
 def _tests(graded, student):
@@ -151,7 +151,7 @@ def test_judge_refuses_a_call_recorded_without_its_arguments_after():
     """A forged record that leaves out what a call did to its arguments (to hide an in-place
     change) is tampering: the real recorder always sends it."""
     from grader import wire
-    from grader.judge import Record, Tampered, judge_visible
+    from grader.judging.judge import Record, Tampered, judge_visible
 
     call = {"fn": "f", "args": wire.encode([np.zeros(2)]), "kwargs": wire.encode({})}
     call["result"] = wire.encode(np.zeros(2))

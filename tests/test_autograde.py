@@ -23,16 +23,16 @@ import nbformat
 import pytest
 from fixtures import attacks, leaks, limits, short_run
 from fixtures.adversarial import NB
-from fixtures.batch import CLI, FAST, MISTAKES
+from fixtures.batch import BEHIND, CLI, FAST, MISTAKES, USES_WRONG
 from fixtures.batch import grade as _grade
 from fixtures.batch import rows as _rows
-from fixtures.validate import failed_cells, validate
+from fixtures.validate import failed_cells
 
-from grader import csvfile
+from grader.batch.job import NOT_RUN
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
-from grader.job import NOT_RUN
-from grader.judge import FAILED_IN_KERNEL, WITHHELD
-from grader.report import feedback_path
+from grader.judging.judge import FAILED_IN_KERNEL, WITHHELD
+from grader.results import csvfile
+from grader.results.report import feedback_path
 
 
 def _mine(rows, student, notebook=NB):
@@ -130,6 +130,7 @@ CASE_IDS = (
     + list(limits.ATTACKS)
     + list(leaks.ATTACKS)
     + list(short_run.attacks())
+    + [BEHIND]
 )
 
 
@@ -233,8 +234,8 @@ def _sandbox_uids():
 def _sandbox_top_level():
     """What / may hold in the sandbox: the system folders, the scratch home, /tmp and the
     top folder of each read-only root (wherever the checkout and the interpreter live)."""
-    from grader.kernelrun import SANDBOX_HOME
-    from grader.sandbox import LINKS, read_roots
+    from grader.run.kernelrun import SANDBOX_HOME
+    from grader.run.sandbox import LINKS, read_roots
 
     tops = {Path(p).parts[1] for p in [*read_roots(), *LINKS, str(SANDBOX_HOME)]}
     return {".", "..", "dev", "proc", "tmp", *tops}
@@ -291,7 +292,7 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
     assert not (subs / "honest" / "escape.txt").exists()
     assert listener["connections"] == []
     if os.geteuid() == 0:
-        from grader.sandbox import processes_of
+        from grader.run.sandbox import processes_of
 
         assert [pid for uid in _sandbox_uids() for pid in processes_of(uid)] == []
     left = attacks.seen(out, "leftover_process")
@@ -339,6 +340,18 @@ def test_mutation_fails_as_in_validate(graded):
         assert "`softmax` changed its input arrays in place (`x`)" in tests[gid]["message"]
 
 
+def test_a_check_behind_a_wrong_earlier_exercise_says_so(graded):
+    """A right `qkv` behind a wrong `project` (``fixtures.batch.behind_wrong_project``, given to
+    Validate by tests/test_validate.py): grading fails `qkv` and says it uses `project`, which
+    fails its own check, first; `project`'s own message and the solutions' say nothing of it."""
+    rows = _mine(graded[3], BEHIND, "02_projections")
+    assert rows["qkv"]["message"].startswith(f"{USES_WRONG} `qkv` gave"), rows
+    assert float(rows["qkv"]["points"]) == 0
+    assert "This check uses" not in rows["project"]["message"], rows
+    control = _mine(graded[3], "all_solutions", "02_projections")
+    assert all(float(control[e]["points"]) == 2 for e in ("project", "qkv")), control
+
+
 def test_grading_names_every_mistake_it_grades(graded):
     """What the Validate test asks of Validate, asked of grading: each catalogue mistake the
     visible check catches fails that check with its words, every other exercise passes it;
@@ -381,10 +394,10 @@ def test_grading_names_every_mistake_it_grades(graded):
 # ----------------------------------------------------------------------------- Validate
 
 
-def _validate(path: str) -> dict:
-    """{visible test source: its one-line message} of the cells Validate fails on ``path``
+def _one_line(result: dict) -> dict:
+    """{visible test source: its one-line message} of the cells a Validate ``result`` fails
     (what the cell printed on stderr before it, e.g. a RuntimeWarning, left out)."""
-    found = failed_cells(validate(path))
+    found = failed_cells(result)
     return {source: " ".join(text.rpartition("✗ ")[2].split()) for source, text in found.items()}
 
 
@@ -409,32 +422,22 @@ def _says_the_same(graded: str, validated: str) -> bool:
     return bool(crash) and crash[1] in validated and (crash[2] or crash[3]) in validated
 
 
-def test_validate_and_grading_agree_on_every_mistake(graded, tmp_path):
-    """Each of the catalogue's wrong implementations (``fixtures.mistakes``: the Validate
-    test's batches, handed in) gets the same verdict on every visible test cell from Validate
-    as from the grader, and the check's message in both. (Validate's line may say more: the
-    learner's session adds what it knows, e.g. "`soft_lookup` uses `softmax`, which hasn't
-    passed its check: fix `softmax` first.", which the grader's feedback does not repeat.)"""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    import nbformat
-
-    from grader import trusted
+def test_validate_and_grading_agree_on_every_mistake(graded, validated):
+    """Each of the catalogue's wrong implementations the batch grades (``fixtures.mistakes``:
+    the Validate test's sampled batches, handed in; validated once, ``conftest.validated``)
+    gets the same verdict on every visible test cell from Validate as from the grader, and the
+    check's message in both. (Validate's line may say more: the learner's session adds what it
+    knows, e.g. "`soft_lookup` uses `softmax`, which hasn't passed its check: fix `softmax`
+    first.", which the grader's feedback does not repeat.)"""
+    from grader.judging import trusted
     from grader.settings import load
 
     results = graded[4]
     models = trusted.models(assignments(), load().release_cache)
-    jobs = []
-    for student, batch in sorted(MISTAKES.items()):
-        path = tmp_path / student / f"{batch.notebook}.ipynb"
-        path.parent.mkdir()
-        nbformat.write(batch.submission(demos=False), path)  # Validate judges test cells only
-        jobs.append((student, batch.notebook, str(path)))
-    with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=get_context("spawn")) as pool:
-        validated = list(pool.map(_validate, [job[2] for job in jobs]))
+    jobs = sorted((student, batch.notebook, batch) for student, batch in MISTAKES.items())
     disagree, compared = [], 0
-    for (student, notebook, _), found in zip(jobs, validated, strict=True):
+    for student, notebook, batch in jobs:
+        found = _one_line(validated[batch][2])
         graded_tests = results[(student, notebook)]["tests"]
         for test in models[notebook].tests:
             if test.hidden:
@@ -530,7 +533,7 @@ def _leftovers(mark: str) -> list[int]:
             except OSError:
                 continue
     if os.geteuid() == 0:
-        from grader.sandbox import processes_of
+        from grader.run.sandbox import processes_of
 
         found += [pid for uid in _sandbox_uids() for pid in processes_of(uid)]
     return found
@@ -572,7 +575,8 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes(graded, tmp_path):
     the rerun grades only what is missing and gives the same grades.csv as the batch."""
     subs, _, _, rows, _, _ = graded
     small = tmp_path / "subs"
-    students = ("honest", "patch_checks", "syntax_error", "loop_in_cell")
+    # (not a looping case: the batch grades those under a shorter cell limit, fixtures.batch)
+    students = ("honest", "patch_checks", "syntax_error", "os_exit_function")
     _copy_class(subs, small, students)
     out, mark = tmp_path / "out", f"sigterm-{os.getpid()}-{time.time()}"
     proc = _start(small, out, mark)

@@ -505,3 +505,97 @@ def test_notebooks_without_torch_do_not_import_it():
         assert out.stdout.strip() == "[]", f"{assignment}'s imports load torch: {out.stdout[:200]}"
         torch_free.append(assignment)
     assert "01_soft_lookup" in torch_free, "notebook 01 needs no torch and must not mention it"
+
+
+# -- The attention-map explorer (attnlib.explorer): in the Lab and in the HTML handout.
+EXPLORER_CELL = """\
+import torch
+
+from attnlib import tasks
+from attnlib.explorer import explore
+from attnlib.shipped import load_shipped
+
+tokens = tasks.repeat_twice(torch.Generator().manual_seed(7), 1, 10)[0]  # notebook 07's
+explore(load_shipped(), tokens)"""
+QUERY = 15  # a token of the second copy
+
+
+def _model_weights():
+    """[n_layers, n_heads, T, T] of the RoPE model on notebook 07's sequence."""
+    import torch
+
+    from attnlib import tasks
+    from attnlib.shipped import load_shipped
+
+    tokens = tasks.repeat_twice(torch.Generator().manual_seed(7), 1, 10)[0]
+    _, weights = load_shipped().attention(tokens)
+    return np.stack([w.numpy() for w in weights])
+
+
+def _shaded_rows(root) -> dict:
+    """{(layer, head): the weights the page shades the text with}, and the query it shows."""
+    rows = root.evaluate(
+        """r => [...r.querySelectorAll('.attn-line')].map(line => [line.dataset.head,
+               [...line.querySelectorAll('.attn-tok')].map(t => t.dataset.w)])"""
+    )
+    query = int(root.locator(".attn-line").first.locator(".attn-query").get_attribute("data-k"))
+    return {tuple(map(int, h.split("."))): [float(w) for w in ws] for h, ws in rows}, query
+
+
+def _point_and_read_back(root, weights):
+    """Pointing at a token makes it the query; the shaded weights are the model's, exactly."""
+    root.locator(".attn-map canvas").first.wait_for()
+    assert root.locator(".attn-map canvas").count() == weights.shape[0] * weights.shape[1]
+    before, query = _shaded_rows(root)
+    assert query == weights.shape[-1] - 1, "the explorer opens on the last token"
+    root.locator(".attn-line").first.locator(f'.attn-tok[data-k="{QUERY}"]').hover()
+    after, query = _shaded_rows(root)
+    assert query == QUERY and after.keys() == before.keys() and after != before
+    for (layer, head), shaded in after.items():
+        assert shaded == weights[layer, head, QUERY].tolist(), f"head {layer}.{head}"
+    root.locator(".attn-line").first.locator(f'.attn-tok[data-k="{QUERY}"]').click()  # kept
+    root.locator(".attn-layer").last.click()  # all heads of the last layer
+    every, query = _shaded_rows(root)
+    assert query == QUERY, "a clicked token stays the query when the pointer leaves the text"
+    assert sorted(every) == [(weights.shape[0] - 1, h) for h in range(weights.shape[1])]
+    assert all(row == weights[k][QUERY].tolist() for k, row in every.items())
+
+
+def test_the_explorer_renders_in_the_lab_and_shades_the_pointed_token_s_row(lab, page):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER_CELL)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, lab.work / "explorer_check.ipynb")
+    panel = _open_notebook(page, "explorer_check.ipynb")
+    _run_cell_by_cell(page, panel, 1)
+    root = panel.locator(".attn-explorer[data-drawn]")
+    root.wait_for()
+    _point_and_read_back(root, _model_weights())
+    page.screenshot(path=SHOTS / "7-explorer-lab.png")
+    assert not _shown_errors(panel)
+
+
+def test_the_html_handout_of_notebook_07_carries_the_explorer(page, tmp_path):
+    """`make handouts`' command for 07, then its student handout, offline, in a tab of the same
+    browser: the explorer draws itself and reads as in the Lab; printed (the PDF), its maps
+    stay and its hint goes."""
+    made = subprocess.run(
+        [sys.executable, "-m", "grader", "handouts", "--out", str(tmp_path),
+         "--only", "07_heads_and_positions"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert (tmp_path / "student" / "07_heads_and_positions.pdf").stat().st_size > 10_000
+    offline = page.context.new_page()
+    try:
+        offline.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
+        offline.goto((tmp_path / "student" / "07_heads_and_positions.html").as_uri())
+        root = offline.locator(".attn-explorer[data-drawn]")
+        assert root.count() == 1, "the handout shows no explorer"
+        root.scroll_into_view_if_needed()
+        _point_and_read_back(root, _model_weights())
+        offline.screenshot(path=SHOTS / "8-explorer-handout.png")
+        offline.emulate_media(media="print")
+        assert root.locator(".attn-map canvas").first.is_visible()
+        assert not root.locator(".attn-hint").is_visible()
+    finally:
+        offline.close()

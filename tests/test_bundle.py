@@ -28,7 +28,7 @@ from traitlets.config import PyFileConfigLoader
 
 from attnlib.checks import CheckFailed
 from attnlib.lab import INSTRUCTOR_PLUGINS
-from grader.bundle import FORBIDDEN, NAME, SETUP_MARKERS, problems, setup_steps
+from grader.commands.bundle import FORBIDDEN, NAME, SETUP_MARKERS, problems, setup_steps
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
 from grader.hidden import catalogue, compile_answer
 from hub.instructor import write_profiles
@@ -100,7 +100,7 @@ def test_a_rebuild_is_byte_identical(built, tmp_path, monkeypatch):
     """Fixed timestamps and order: the same release gives the same zip. (A fresh release is
     byte-identical to notebooks/, test_release_sync.py checks, so it stands in here rather
     than running nbgrader again.)"""
-    from grader import bundle
+    from grader.commands import bundle
 
     _, first, _, _ = built
     committed = {a: (RELEASE / a / f"{a}.ipynb").read_bytes() for a in assignments()}

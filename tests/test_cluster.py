@@ -24,8 +24,8 @@ import pytest
 from dask.distributed import Client, LocalCluster
 from fixtures import cluster_class
 
-from grader.cli import UserError
 from grader.course import REPO_ROOT
+from grader.errors import UserError
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
 FAST = ["--cell-timeout", "20", "--notebook-timeout", "120", "--quiet"]
@@ -153,27 +153,24 @@ def test_without_scheduler_dask_is_not_imported(local):
     assert local[1] == "[]"
 
 
-def test_cluster_grades_like_the_local_pool(cluster, subs, local, tmp_path):
-    address, client = cluster
-    out = tmp_path / "out"
-    stdout, _ = _finish(_start(subs, out, "--scheduler", address))
-    assert _grades(out) == local[0]
-    assert f"on the cluster {address}" in stdout
-    results = _results(out)
-    assert set(results) == set(cluster_class.STUDENTS)
-    assert (out / "nbgrader" / "autograded" / "wrong" / cluster_class.NB).is_dir()
-
-
-def test_a_worker_killed_mid_notebook_loses_nothing(cluster, subs, local, tmp_path):
+def test_the_cluster_grades_like_the_local_pool_though_a_worker_is_killed_mid_notebook(
+    cluster, subs, local, tmp_path
+):
+    """One run (each costs the class's notebooks): the cluster's grades.csv is the local
+    pool's, with every student's outputs, though a worker died running a notebook."""
     address, client = cluster
     _wait_for_workers(client)
     out = tmp_path / "out"
     proc = _start(subs, out, "--scheduler", address)
     killed = _kill_running(client, "grade-", proc, time.monotonic() + 600)
-    _finish(proc)
+    stdout, _ = _finish(proc)
     assert _grades(out) == local[0]
+    assert f"on the cluster {address}" in stdout
+    results = _results(out)
+    assert set(results) == set(cluster_class.STUDENTS)
+    assert (out / "nbgrader" / "autograded" / "wrong" / cluster_class.NB).is_dir()
     assert _gone(killed), "the killed worker's sandbox outlived it"
-    assert not any(r["flags"] for s, r in _results(out).items() if s != "wrong")
+    assert not any(r["flags"] for s, r in results.items() if s != "wrong")
 
 
 def test_a_notebook_that_kills_its_workers_is_not_graded_and_resumes(
@@ -292,7 +289,7 @@ def test_scheduler_without_dask_installed_is_one_line_and_writes_nothing(subs, t
 def test_a_worker_with_two_threads_is_refused(subs):
     from types import SimpleNamespace
 
-    from grader.cluster import worker_problem
+    from grader.batch.cluster import worker_problem
 
     worker = SimpleNamespace(address="tcp://w:1", state=SimpleNamespace(nthreads=2))
     problem = worker_problem(None, "", dask_worker=worker)
@@ -300,9 +297,9 @@ def test_a_worker_with_two_threads_is_refused(subs):
 
 
 def _job():
-    from grader.job import Job
+    from grader.batch.job import Job
+    from grader.judging.trusted import models
     from grader.settings import load
-    from grader.trusted import models
 
     settings = load()
     model = models([cluster_class.NB], settings.release_cache)[cluster_class.NB]
@@ -314,7 +311,7 @@ def test_a_notebook_that_failed_on_the_cluster_gets_a_row_saying_so():
 
     from dask.distributed import KilledWorker
 
-    from grader.cluster import CRASHED, _outcome
+    from grader.batch.cluster import CRASHED, _outcome
 
     def failed(err):
         return SimpleNamespace(status="error", exception=lambda: err)

@@ -21,8 +21,8 @@ import pytest
 from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN, copy_out
 from test_browser import CHROMIUM, SHOTS, STEP, Lab, browser, nbgrader_tools
 
+from grader.commands.formgrader import prepare
 from grader.course import REPO_ROOT, release_path
-from grader.formgrader import prepare
 
 MAKEFILE = (REPO_ROOT / "Makefile").read_text()
 
@@ -162,7 +162,7 @@ def test_prepare_lays_out_nbgrader_s_folders_and_the_profile(small_class, tmp_pa
     assert (
         f"c.Exchange.root = {str(root / 'exchange')!r}" in config and (root / "exchange").is_dir()
     )
-    assert "c.Autograde.exporter_class = 'grader.formgrader.CourseGraderOnly'" in config
+    assert "c.Autograde.exporter_class = 'grader.commands.formgrader.CourseGraderOnly'" in config
 
 
 def test_formgrader_on_a_folder_that_was_never_graded(tmp_path):

@@ -12,8 +12,10 @@ import subprocess
 
 from fixtures.small_class import NB, WRITTEN, copy_out
 
-from grader import settings, totals
+from grader import settings
+from grader.commands import totals
 from grader.course import REPO_ROOT, exercises, release_path
+from grader.results import messages
 
 OTHER = "04_scaling"
 
@@ -94,7 +96,7 @@ def test_a_student_graded_alone_keeps_every_record_complete(small_class, tmp_pat
     dora_01 = {r["message"] for r in rows if (r["student"], r["notebook"]) == ("dora", NB)}
     assert dora_01 == {"Notebook not submitted."}
     bob_04 = {r["message"] for r in rows if (r["student"], r["notebook"]) == ("bob", OTHER)}
-    assert bob_04 == {totals.NOT_GRADED}
+    assert bob_04 == {messages.NO_RESULT_YET}
     index = (out / "report" / "index.html").read_text()
     assert "3 students: 3 notebooks submitted, 3 graded." in index
 

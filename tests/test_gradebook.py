@@ -12,11 +12,12 @@ import pytest
 from fixtures.adversarial import NB, honest
 from nbgrader.api import Gradebook
 
-from grader import gradebook, settings
-from grader.cli import UserError
+from grader import settings
+from grader.batch.job import Job, likely_cost
 from grader.course import REPO_ROOT, assignments, release_path
-from grader.job import Job, likely_cost
-from grader.trusted import models
+from grader.errors import UserError
+from grader.judging.trusted import models
+from grader.results import gradebook
 
 QUERIES = {
     "assignments": "select name from assignment",
@@ -83,7 +84,7 @@ def test_a_graded_gradebook_of_another_release_is_refused_in_one_line(releases, 
 def test_trusted_facts_are_read_without_importing_torch():
     """`import torch` takes seconds; the main process only needs to know it is a module."""
     printed = _fresh_python(
-        "import sys; from grader import settings, trusted, course\n"
+        "import sys; from grader import course, settings\nfrom grader.judging import trusted\n"
         "m = trusted.models(course.assignments(), settings.load().release_cache)\n"
         "assert 'F' in m['06_attention_assembled'].module_names, 'torch.nn.functional'\n"
         "assert 'TinyTransformer' not in m['05_causal_mask'].module_names, 'a class'\n"
@@ -119,8 +120,8 @@ def test_jobs_likely_to_run_in_full_start_first():
 def test_a_worker_starts_its_judging_server_before_its_first_notebook():
     printed = _fresh_python(
         "import psutil\n"
-        "from grader import autograde\n"
-        "autograde._worker_init()\n"
+        "from grader.batch import pool\n"
+        "pool.worker_init()\n"
         "found = [' '.join(p.cmdline()) for p in psutil.Process().children()]\n"
         "print(sum('forkserver' in cmd for cmd in found))\n"
     )

@@ -10,8 +10,7 @@ import nbformat
 import pytest
 
 from grader.cli import main
-from grader.course import assignments, release_path, source_path
-from grader.handouts import (
+from grader.commands.handouts import (
     CHROMIUM,
     CHROMIUM_ARGS,
     MIN_LEAK,
@@ -23,6 +22,7 @@ from grader.handouts import (
     secret_lines,
     shipped_text,
 )
+from grader.course import assignments, release_path, source_path
 
 PLOTTING = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
 PNG = re.compile(r'<img[^>]+src="data:image/png;base64,')
@@ -154,7 +154,7 @@ def test_printed_code_wraps_at_the_page_margin(handouts):
 
 def test_a_learner_install_gets_a_one_line_error(monkeypatch, tmp_path, capsys):
     """Playwright is an instructor's tool (the `grader` extra), not in `pip install -e .`."""
-    from grader import handouts
+    from grader.commands import handouts
 
     monkeypatch.setattr(handouts, "find_spec", lambda name: None)
     assert main(["handouts", "--out", str(tmp_path), "--only", _chosen()[0]]) == 2

@@ -46,9 +46,9 @@ from test_browser import CHROMIUM, SHOTS, _free_port, _open_notebook, browser
 from test_bundle import longest  # noqa: F401 (a fixture: the longest visible message)
 
 from attnlib.lab import INSTRUCTOR_PLUGINS
-from grader import gradebook
 from grader.course import REPO_ROOT, exercises
 from grader.hidden import catalogue
+from grader.results import gradebook
 from hub import graderun, limits, spawner
 from hub import settings as hub_settings
 
@@ -230,12 +230,39 @@ def _remove_leftovers() -> None:
         subprocess.run(["groupdel", group], check=False, capture_output=True)
 
 
+# What host commands wrote in the checkout before `make hub`, as they wrote it (0755/0644): an
+# OUT under another name than out/ (another student's answered notebook, the seed) and
+# handouts/ (the executed solutions), planted where none is.
+OUT_PLANTED = REPO_ROOT / f"out-hub-test-{TAG}"
+PLANTED = {
+    OUT_PLANTED / "nbgrader" / "autograded" / "ada" / NB / f"{NB}.ipynb": "{}",
+    OUT_PLANTED / "work" / "seed.json": '{"seed": 1}',
+    OUT_PLANTED / "gradebook.db": "",
+    REPO_ROOT / "handouts" / "solution" / f"{NB}.html": "<html></html>",
+}
+
+
+def _plant_outputs() -> list[Path]:
+    """The planted files' top folders (to remove after); handouts/ only if there was none."""
+    tops = [OUT_PLANTED] + ([] if (REPO_ROOT / "handouts").exists() else [REPO_ROOT / "handouts"])
+    for path, text in PLANTED.items():
+        if any(top in path.parents for top in tops):
+            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            path.write_text(text)
+            os.chmod(path, 0o644)
+    for top in tops:
+        for folder, _dirs, _files in os.walk(top):
+            os.chmod(folder, 0o755)
+    return tops
+
+
 @pytest.fixture(scope="module")
 def hub():
     if not shutil.which("useradd") or not hub_settings.proxy_command().is_file():
         pytest.fail("the hub's set-up is missing (useradd, the proxy): run `make hub-setup`")
     top = Path(tempfile.mkdtemp(prefix="attn-hub-test-"))
     os.chmod(top, 0o755)  # attendees must reach the course environment in it
+    planted = _plant_outputs()
     server = Hub(top / "root")
     try:
         server.wait_ready()
@@ -244,6 +271,8 @@ def hub():
         server.stop()
         _remove_leftovers()
         shutil.rmtree(top, ignore_errors=True)
+        for folder in planted:
+            shutil.rmtree(folder, ignore_errors=True)
     assert all(_no_account(n) for n in (RIGHT, WRONG, INSTRUCTOR)), "accounts left behind"
 
 
@@ -368,8 +397,8 @@ def test_the_instructor_s_terminal_runs_the_course_commands(hub):
 
 def test_attendees_cannot_read_the_answers(hub):
     """`make hub` made the checkout's answers (solutions/, grader/hidden/, its git history)
-    unreadable to attendees, who can reach the checkout itself: neither their account nor
-    their Lab's terminal reads them."""
+    and what commands wrote there (an OUT, handouts/) unreadable to attendees, who can reach
+    the checkout itself: neither their account nor their Lab's terminal reads them."""
     reach = subprocess.run(["runuser", "-u", RIGHT, "--", "ls", REPO_ROOT], capture_output=True)
     if reach.returncode:
         pytest.skip(f"{REPO_ROOT} is out of attendees' reach anyway")
@@ -377,6 +406,7 @@ def test_attendees_cannot_read_the_answers(hub):
         REPO_ROOT / "solutions" / NB / f"{NB}.ipynb",
         next((REPO_ROOT / "grader" / "hidden").glob("nb01_*.py")),
         REPO_ROOT / ".git" / "HEAD",
+        *(path for path in PLANTED if path.is_file()),  # handouts/ only if planted
     ]
     for path in targets:
         assert path.is_file(), path
@@ -385,6 +415,20 @@ def test_attendees_cannot_read_the_answers(hub):
     typed = f"cat {' '.join(map(str, targets))}; ls {REPO_ROOT / 'solutions'}; echo END-$((6 * 7))"
     said = _terminal(hub, RIGHT, typed, "END-42")
     assert "END-42" in said and said.count("Permission denied") == len(targets) + 1, said
+
+
+def test_attendees_cannot_read_the_hubs_database(hub):
+    """ROOT/hub (JupyterHub's database: every user with admin flags, every server's port)
+    is root's alone; the settings the instructors' commands read are not secret."""
+    state = hub.settings.state
+    assert os.stat(state).st_mode & 0o777 == 0o700
+    assert os.stat(state / "jupyterhub.sqlite").st_mode & 0o777 == 0o600
+    for path in (state / "jupyterhub.sqlite", state / "passwords.json"):
+        peek = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", path], capture_output=True)
+        assert peek.returncode != 0 and b"Permission denied" in peek.stderr, path
+    shown = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", hub.settings.settings_file],
+                           capture_output=True, text=True)  # fmt: skip
+    assert json.loads(shown.stdout)["port"] == hub.port
 
 
 def test_attendees_see_only_their_own_processes(hub):

@@ -29,7 +29,7 @@ def test_a_command_without_a_server_says_how_to_start_one(tmp_path):
     proc = _hub("--root", str(tmp_path), "release", "01_soft_lookup")
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
-        f"error: no workshop server at {tmp_path} (no readable {tmp_path}/hub/settings.json): "
+        f"error: no workshop server at {tmp_path} (no readable {tmp_path}/settings.json): "
         "start one with `make hub` (or pass --root)"
     ], proc.stderr
 
@@ -75,22 +75,59 @@ def test_a_group_the_host_already_had_is_refused(tmp_path):
     assert not (tmp_path / "groups.json").exists()
 
 
-def test_start_makes_the_checkouts_answers_unreadable_to_others(tmp_path):
-    """An attendee is "other" to the checkout: solutions/, grader/hidden/ and the git history
-    lose every access of others (owner and group keep theirs); a rerun changes nothing."""
+def test_start_makes_the_checkouts_answers_and_outputs_unreadable_to_others(tmp_path):
+    """An attendee is "other" to the checkout: solutions/, grader/hidden/, the git history
+    and what commands wrote there (the default OUT, handouts/ with the executed solutions,
+    the host's work/ and its backups, an OUT under another name, a stray gradebook) lose
+    every access of others (owner and group keep theirs); a rerun changes nothing."""
     from hub import answers
 
-    for name in answers.ANSWERS:
+    private = [*answers.ANSWERS, *answers.OUTPUTS, "grades-2026"]
+    for name in private:
         (tmp_path / name).mkdir(parents=True)
         os.chmod(tmp_path / name, 0o755)
+    (tmp_path / "grades-2026" / "gradebook.db").write_bytes(b"")
+    (tmp_path / "gradebook.db").write_bytes(b"")
+    os.chmod(tmp_path / "gradebook.db", 0o644)
     (tmp_path / "attnlib").mkdir(mode=0o755)
-    assert sorted(answers.close_to_others(tmp_path)) == sorted(
-        tmp_path / n for n in answers.ANSWERS
-    )
-    for name in answers.ANSWERS:
+    closed = sorted(answers.close_to_others(tmp_path))
+    assert closed == sorted(tmp_path / n for n in [*private, "gradebook.db"])
+    for name in private:
         assert os.stat(tmp_path / name).st_mode & 0o777 == 0o750, name
-    assert os.stat(tmp_path / "attnlib").st_mode & 0o777 == 0o755, "only the answers change"
+    assert os.stat(tmp_path / "gradebook.db").st_mode & 0o777 == 0o640
+    assert os.stat(tmp_path / "attnlib").st_mode & 0o777 == 0o755, "only those change"
     assert answers.close_to_others(tmp_path) == []
+
+
+def test_start_refuses_while_an_output_stays_readable(tmp_path, monkeypatch):
+    """A file system that ignores chmod (or refuses it) leaves OUT readable: no start."""
+    from hub import answers
+    from hub.environment import SetupError
+
+    (tmp_path / "out").mkdir(mode=0o755)
+    os.chmod(tmp_path / "out", 0o755)
+    monkeypatch.setattr(answers.os, "chmod", lambda path, mode: None)
+    with pytest.raises(SetupError, match=r"attendees could read .*/out and it cannot be made"):
+        answers.close_to_others(tmp_path)
+
+
+def test_the_hubs_state_is_roots_alone_and_its_settings_readable(tmp_path):
+    """ROOT/hub (JupyterHub's database: users, admin flags, ports) 0700 and the database
+    0600 even where an earlier start left it 0644; the settings (no secret) stay readable
+    by the instructors' commands."""
+    from hub import server
+
+    s = settings.Settings(root=tmp_path)
+    s.state.mkdir(mode=0o755)
+    database = s.state / "jupyterhub.sqlite"
+    database.write_bytes(b"")
+    os.chmod(database, 0o644)
+    s.save()
+    server.private_database(database)
+    assert os.stat(s.state).st_mode & 0o777 == 0o700
+    assert os.stat(database).st_mode & 0o777 == 0o600
+    assert os.stat(s.settings_file).st_mode & 0o777 == 0o644
+    assert settings.load(tmp_path).port == s.port
 
 
 def _gradebook_rows(path) -> list:

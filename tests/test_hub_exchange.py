@@ -41,8 +41,8 @@ from fixtures.small_class import AUTOGRADED, NB
 from nbgrader.exchange.default import ExchangeFetchAssignment, ExchangeReleaseAssignment
 from test_deadlines import _cli, _rows
 
-from grader import csvfile
 from grader.course import release_path
+from grader.results import csvfile
 from hub import exchange, instructor
 from hub.environment import SetupError
 

@@ -7,8 +7,10 @@ import zipfile
 import pytest
 
 from grader import course
+from grader.batch.job import Job, grade
 from grader.course import FORMER_NAMES, release_path
-from grader.intake import (
+from grader.intake.rebuild import release_notes
+from grader.intake.submissions import (
     MB,
     OverBudget,
     Unpacker,
@@ -18,10 +20,8 @@ from grader.intake import (
     student_budget,
     student_entries,
 )
-from grader.job import Job, grade
-from grader.rebuild import release_notes
+from grader.judging.trusted import Trusted
 from grader.settings import GraderSettings
-from grader.trusted import Trusted
 
 OLD, CURRENT = next(iter(FORMER_NAMES.items()))
 NAME = f"{CURRENT}.ipynb"

@@ -1,13 +1,14 @@
-"""Which cells grading runs (``grader.needs``): the reading of names, the demo marks in
+"""Which cells grading runs (``grader.run.needs``): the reading of names, the demo marks in
 ``solutions/``, and the choice a job makes for one student's answers."""
 
 import nbformat
 import pytest
 from fixtures.adversarial import NB, honest, with_answer
 
-from grader import course, needs, settings
-from grader.job import Job, choose_cells, code_view, read, rebuild
-from grader.trusted import models
+from grader import course, settings
+from grader.batch.job import Job, choose_cells, code_view, read, rebuild
+from grader.judging.trusted import models
+from grader.run import needs
 
 MODULES = {"np", "torch", "plt"}
 
@@ -95,7 +96,7 @@ def test_every_demo_mark_holds_for_the_solutions(assignment):
     left_out = needs.skippable(sources, demo, set(trusted.module_names), answers)
     left_out = {code[k] for k in left_out}
     assert left_out == marked, (
-        f"marked but needed by a later cell: {sorted(marked - left_out)}; see grader.needs"
+        f"marked but needed by a later cell: {sorted(marked - left_out)}; see grader.run.needs"
     )
 
 
@@ -133,7 +134,7 @@ def test_an_unclear_answer_or_the_setting_runs_every_cell():
 def _judged(cells: list[tuple[str, str]], failed: set[str]) -> dict[str, str]:
     """{test id: message} after ``judge.point_to_earlier``, for a notebook of ``cells``
     ((grade id, source as it runs)) whose tests ``failed`` (each says "wrong")."""
-    from grader.judge import point_to_earlier
+    from grader.judging.judge import point_to_earlier
 
     tests = [{"id": g, "exercise": g.removeprefix("test_").removesuffix("_hidden")}
              for g, _ in cells if g.startswith("test_")]  # fmt: skip

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from traitlets.config import PyFileConfigLoader
 
-from grader import autograde, gradebook, seeds
+from grader import seeds
+from grader.batch import pool
 from grader.course import REPO_ROOT
+from grader.results import gradebook
 
 
 def test_derived_seeds_are_the_ones_results_were_graded_with():
@@ -31,8 +33,38 @@ def test_the_workers_scratch_is_removed_and_tmpdir_restored(monkeypatch, tmp_pat
             monkeypatch.delenv("TMPDIR", raising=False)
         else:
             monkeypatch.setenv("TMPDIR", before)
-        with autograde._workers_scratch():
+        with pool.workers_scratch():
             scratch = Path(os.environ["TMPDIR"])
             assert scratch.is_dir() and str(scratch) != before
         assert os.environ.get("TMPDIR") == before
         assert not scratch.exists()
+
+
+def test_the_resume_key_covers_grader_modules_at_any_depth(tmp_path):
+    """A change to, or a move of, a module in a sub-package of grader/ makes a new key."""
+    from grader.batch.job import code_fingerprint
+
+    module = tmp_path / "grader" / "run" / "deep.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("A = 1\n")
+    first = code_fingerprint(tmp_path)
+    module.write_text("A = 2\n")
+    changed = code_fingerprint(tmp_path)
+    module.rename(tmp_path / "grader" / "deep.py")
+    assert len({first, changed, code_fingerprint(tmp_path)}) == 3
+
+
+def test_an_interrupted_write_of_out_leaves_the_old_file_and_no_temporary(tmp_path):
+    from grader.results import out as out_files
+
+    path = tmp_path / "work" / "run.json"
+    out_files.write_text(path, "old\n")
+    try:
+        with out_files.replaced(path) as tmp:
+            tmp.write_text("half")
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    assert path.read_text() == "old\n" and os.listdir(path.parent) == ["run.json"]
+    out_files.write_text(path, "new\n")
+    assert path.read_text() == "new\n" and os.listdir(path.parent) == ["run.json"]

@@ -140,15 +140,27 @@ def test_every_imported_package_is_declared(folder, groups):
 
 # Where our code overrides another library's internals: that library is pinned exactly in
 # the learner's set, and the comment at the override names the test that exercises it.
-OVERRIDE = re.compile(r"# Overrides (\S+) internals \(pinned in pyproject\.toml\); exercised by\n"
+OVERRIDE = re.compile(r"# Overrides (\S+) internals \(pinned in pyproject\.toml\); guarded by\n"
                       r"\s*# (tests/\S+\.py)::(test_\w+)")  # fmt: skip
 OVERRIDDEN = {"nbclient", "jupyter_client", "nbgrader"}
 
 
+def _overrides() -> list[tuple[str, str, str]]:
+    """(library, test file, test) of every override marker in grader/ and hub/, any depth."""
+    paths = [*(ROOT / "grader").rglob("*.py"), *(ROOT / "hub").rglob("*.py")]
+    return [m.groups() for p in paths for m in OVERRIDE.finditer(p.read_text())]
+
+
 def test_every_override_of_a_library_is_pinned_and_tested():
-    found = [m.groups() for p in (ROOT / "grader").glob("*.py")
-             for m in OVERRIDE.finditer(p.read_text())]  # fmt: skip
+    """...by a test `make test-fast` runs, so a library bump that changes one fails there."""
+    from conftest import SLOW_MODULES, SLOW_TESTS
+
+    found = _overrides()
     assert {library for library, _, _ in found} == OVERRIDDEN, found
+    slow = {m for modules in SLOW_MODULES.values() for m in modules}
+    for _, test_file, test in found:
+        module = Path(test_file).stem
+        assert module not in slow and test not in SLOW_TESTS.get(module, ()), (test_file, test)
     learner = {canonicalize_name(n): v for n, v in map(_split_pin, PROJECT["dependencies"])}
     for library, test_file, test in found:
         assert canonicalize_name(library) in learner, f"{library} is overridden, not pinned"

@@ -26,7 +26,7 @@ COVERED = {
     "make totals": ("tests/test_formgrader.py", '"make", "-s", "totals"'),
     "make export": ("tests/test_totals_export.py", '_cli("export", out, "--roster", roster)'),
     "make bundle": ("tests/test_bundle.py", '"-m", "grader", "bundle"'),
-    "make handouts": ("tests/test_handouts.py", "from grader.handouts import"),
+    "make handouts": ("tests/test_handouts.py", "from grader.commands.handouts import"),
     # `make test` depends on `setup`, whose recipe makes the venv and pip-installs the course.
     "python3 -m venv .venv": ("Makefile", "$(PYTHON) -m venv $(VENV)"),
     ".venv/bin/pip install -e .": ("Makefile", "$(PIP) -e ."),  # PIP := ... pip install ...
@@ -110,7 +110,7 @@ def test_make_test_runs_the_browser_test():
 def test_attendee_set_up_steps_have_one_source():
     """The attendees' set-up is written once, between markers, and the bundle's README is
     built from that block (test_bundle.py checks the zip carries it)."""
-    from grader.bundle import SETUP_MARKERS, setup_steps, student_readme
+    from grader.commands.bundle import SETUP_MARKERS, setup_steps, student_readme
 
     start, end = SETUP_MARKERS
     assert README.count(start) == README.count(end) == 1
@@ -150,7 +150,7 @@ def test_the_series_lists_every_notebook_in_order():
 def test_grading_outputs_listed_are_written_by_the_grader():
     section = README[README.index("## Instructors") : README.index("## Workshop hosts")]
     listed = set(re.findall(r"`([\w/<>.-]+\.(?:csv|html|png|db)|[\w]+/)`", section))
-    grader = "".join(p.read_text() for p in (REPO_ROOT / "grader").glob("*.py"))
+    grader = "".join(p.read_text() for p in (REPO_ROOT / "grader").rglob("*.py"))
     for name in listed - {"notebooks/", "solutions/", "grader/"}:
         stem = name.replace("<student>", "").strip("/").split("/")[-1] or name
         assert stem in grader, f"README says OUT holds {name}, but the grader never writes it"

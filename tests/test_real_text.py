@@ -111,13 +111,17 @@ def test_windows_start_with_bos_and_copy_the_text():
     assert loss.shape == (4, 5)
 
 
-TRAINED_VARIANTS = [n for n in realtext.ARCHITECTURES if n != realtext.FULL]
+TRAINED_VARIANTS = [n for n in realtext.RUNS if n != realtext.FULL]  # second seeds included
 
 
 @pytest.mark.parametrize("name", TRAINED_VARIANTS)
 def test_each_architecture_loads_and_its_card_states_its_training_and_loss(name):
-    model, card = realtext.load_real_text(name), realtext.load_card(name)
-    assert card["recipe"] == json.loads(json.dumps(realtext.recipe(name)))  # as saved
+    architecture, seed = realtext.RUNS[name]
+    model, card = (
+        realtext.load_real_text(*realtext.RUNS[name]),
+        realtext.load_card(architecture, seed),
+    )
+    assert card["recipe"] == json.loads(json.dumps(realtext.recipe(architecture, seed)))
     assert sum(p.numel() for p in model.parameters()) == card["n_params"]
     loss = realtext.held_out_loss(model)
     assert loss == pytest.approx(card["held_out_loss"], abs=1e-3)
@@ -169,6 +173,15 @@ def test_shared_kv_heads_serve_neighbouring_query_heads_as_grouped_query_attenti
 def test_unknown_architectures_are_refused_in_one_line():
     with pytest.raises(ValueError, match="No real-text model 'gqa'"):
         realtext.load_card("gqa")
+    with pytest.raises(ValueError, match="No real-text model of seed 2"):
+        realtext.load_card(realtext.FULL, 2)
+
+
+def test_the_second_seed_is_another_run_of_the_same_recipe():
+    first, second = realtext.load_card(), realtext.load_card(realtext.FULL, 1)
+    assert {**first["recipe"], "seed": 1} == second["recipe"]
+    weights = [realtext.load_real_text(seed=s).state_dict() for s in realtext.SEEDS]
+    assert not torch.equal(weights[0]["embed.weight"], weights[1]["embed.weight"])
 
 
 def test_kv_heads_that_do_not_divide_the_heads_are_refused_in_one_line():

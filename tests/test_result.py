@@ -1,5 +1,5 @@
-"""``grader.result``: a result reads back from its JSON exactly as it was written, and cannot
-be changed once made."""
+"""``grader.results.result``: a result reads back from its JSON exactly as it was written, and
+cannot be changed once made."""
 
 import dataclasses
 import json
@@ -7,10 +7,10 @@ import json
 import pytest
 
 from grader import course
-from grader.job import Job, grade
-from grader.result import Result, not_graded
+from grader.batch.job import Job, grade
+from grader.judging.trusted import Trusted
+from grader.results.result import Result, ungraded_result
 from grader.settings import GraderSettings
-from grader.trusted import Trusted
 
 NB = course.assignments()[0]
 
@@ -44,7 +44,7 @@ def test_every_result_of_the_batch_reads_back_as_written(graded):
         grade(_job(None)),
         grade(_job(b"\x00 not a notebook")),
         grade(_job(None, refused="over the batch's unpack budget")),
-        not_graded(_job(b"{}"), "a crashed worker's result", flags=["died"]),  # has no key
+        ungraded_result(_job(b"{}"), "a crashed worker's result", flags=["died"]),  # has no key
     ],
     ids=["missing", "unreadable", "refused", "crashed"],
 )

@@ -19,10 +19,11 @@ import pytest
 from fixtures.adversarial import _write, honest, with_answer
 from jupyter_client.provisioning import LocalProvisioner
 
-from grader import execute, wire
+from grader import wire
 from grader.course import REPO_ROOT
-from grader.execute import SandboxKernelManager, SandboxProvisioner
-from grader.judge import FAILED_IN_KERNEL, Record, judge_bounded, judge_visible
+from grader.judging.judge import FAILED_IN_KERNEL, Record, judge_bounded, judge_visible
+from grader.run import execute
+from grader.run.execute import SandboxKernelManager, SandboxProvisioner
 
 CLI = [sys.executable, "-m", "grader", "autograde"]
 FAST = ["--cell-timeout", "20", "--notebook-timeout", "200", "--quiet"]
@@ -173,7 +174,7 @@ def test_a_check_that_failed_only_in_the_kernel_never_shows_the_kernel_s_text():
 def test_a_checkout_under_tmp_is_visible_above_the_private_tmp(monkeypatch):
     """CI may clone the course under /tmp: the sandbox's private /tmp is mounted before the
     read-only binds, so the venv and attnlib/ under /tmp are bound on top of it."""
-    from grader import sandbox
+    from grader.run import sandbox
 
     roots = ["/tmp/ci-clone/.venv", "/tmp/ci-clone/attnlib"]
     monkeypatch.setattr(sandbox, "read_roots", lambda: roots)
@@ -191,7 +192,7 @@ def test_a_checkout_under_tmp_is_visible_above_the_private_tmp(monkeypatch):
 def test_the_unprivileged_sandbox_holds_its_root_read_only(monkeypatch):
     """Not root (a hub's instructor), the folders bwrap makes are the user's own: the root is
     remounted read-only, and only the scratch folder and the private /tmp take writes."""
-    from grader import sandbox
+    from grader.run import sandbox
 
     monkeypatch.setattr(sandbox, "read_roots", lambda: ["/usr"])
     ipc = tempfile.mkdtemp()
@@ -352,8 +353,8 @@ def test_judging_over_its_limits_costs_only_that_notebook(tmp_path):
 def test_release_cache_is_built_from_solutions_not_notebooks(tmp_path):
     """A notebooks/ folder that a learner or JupyterLab edited changes nothing: the grader
     builds its trusted release from solutions/ (one nbgrader run per content hash)."""
-    from grader import trusted
     from grader.course import release_path
+    from grader.judging import trusted
     from grader.settings import load
 
     folder = trusted.release_folder(load().release_cache)
@@ -379,11 +380,11 @@ def test_the_unprivileged_sandbox_is_sealed_once_its_kernel_is_up(monkeypatch):
     """Not root (a hub's instructor): once the kernel's sockets exist, the grader's own user
     remounts the IPC folder read-only inside the sandbox, so no file, symlink, chmod or
     growing kernel.json lands on the host; /dev takes no files; /dev/shm is size-limited."""
-    from grader import sandbox
+    from grader.run import sandbox
 
     monkeypatch.setattr(sandbox, "read_roots", lambda: ["/usr"])
     if os.geteuid() == 0:  # the seal runs as the sandbox's user, with a Python they can run
-        seal = [*_as_nobody(), "/usr/bin/python3", "-m", "grader.remount"]
+        seal = [*_as_nobody(), "/usr/bin/python3", "-m", "grader.run.remount"]
         monkeypatch.setattr(sandbox, "SEAL", seal)
     ipc = tempfile.mkdtemp()
     os.chmod(ipc, 0o777)
@@ -427,7 +428,7 @@ def test_the_unprivileged_sandbox_is_sealed_once_its_kernel_is_up(monkeypatch):
 def test_the_root_sandbox_s_dev_takes_no_files_and_its_shm_is_capped(monkeypatch):
     """Root mode: the kernel's uid finds /dev read-only (its device nodes still work) and
     /dev/shm a tmpfs of ``shm_mb``."""
-    from grader import sandbox
+    from grader.run import sandbox
 
     if os.geteuid() != 0:
         pytest.skip("the root sandbox needs root")
@@ -454,7 +455,7 @@ for _ in range(100):
 
 
 def _group(limits):
-    from grader import sandbox
+    from grader.run import sandbox
 
     group = sandbox.limit_group(limits)
     if not group:
@@ -465,7 +466,7 @@ def _group(limits):
 def test_a_sandbox_s_processes_share_one_memory_and_process_budget():
     """The shared cgroup module: children that each stay small go over the group's memory
     together (one is killed), a fork loop stops at its process count, and both are told."""
-    from grader import cgroups
+    from grader.run import cgroups
 
     group = _group(cgroups.Limits(memory_mb=64, cpus=1, processes=16))
     try:
@@ -492,12 +493,12 @@ def test_a_killed_worker_s_folders_and_cgroups_go_with_the_next_job(tmp_path, mo
     """A worker SIGKILLed mid-notebook leaves its job folder (the notebook, kernel.json) and
     its sandbox's cgroup, with a process still in it: the next job on the machine removes
     them, and leaves a live worker's folder alone."""
-    from grader import cgroups, sandbox
+    from grader.run import cgroups, sandbox
 
     cgroups.remove(_group(cgroups.Limits(64, 1, 16)))  # skips where no cgroup can be made
     worker = (
         "import time\n"
-        "from grader import cgroups, sandbox\n"
+        "from grader.run import cgroups, sandbox\n"
         "folder = sandbox.private_folder()\n"
         "open(folder + '/kernel.json', 'w').write('{}')\n"
         "group = sandbox.limit_group(cgroups.Limits(64, 1, 16))\n"
@@ -531,7 +532,7 @@ def test_without_a_cgroup_the_report_says_the_limits_are_per_process(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
-        "import grader.cgroups\ngrader.cgroups.cgroup_version = lambda fs=None: None\n"
+        "import grader.run.cgroups\ngrader.run.cgroups.cgroup_version = lambda fs=None: None\n"
     )
     _write(tmp_path / "subs", "honest", honest())
     env = {**os.environ, "PYTHONPATH": str(site)}

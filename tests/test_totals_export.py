@@ -13,9 +13,9 @@ import pytest
 from fixtures.small_class import AUTOGRADED, NB, WRITTEN, copy_out, give_points
 from nbgrader.api import Gradebook
 
-from grader import gradebook
+from grader.commands.export import CANVAS_COLUMNS
 from grader.course import REPO_ROOT
-from grader.export import CANVAS_COLUMNS
+from grader.results import gradebook
 
 MAX = AUTOGRADED + WRITTEN.max_points
 
@@ -188,7 +188,7 @@ def test_bad_roster_is_one_clear_line(out, tmp_path, text, message):
 def test_export_neutralises_formulas_and_keeps_the_student(out, tmp_path):
     """A roster name like a formula reaches Canvas as text (a leading '), next to bob's
     numbers, and every CSV the export writes reads back to the same students."""
-    from grader import csvfile
+    from grader.results import csvfile
 
     roster = tmp_path / "roster.csv"
     roster.write_text('student,name,id\nalice,"=HYPERLINK(""evil"",""x"")",@1\nbob,-bob,-7\n')
@@ -224,7 +224,7 @@ def test_export_neutralises_formulas_and_keeps_the_student(out, tmp_path):
     ],
 )
 def test_csv_cells_never_start_a_formula(value, cell):
-    from grader import csvfile
+    from grader.results import csvfile
 
     assert csvfile.safe(value) == cell
     if isinstance(value, str):
@@ -232,7 +232,7 @@ def test_csv_cells_never_start_a_formula(value, cell):
 
 
 def test_csv_file_round_trip(tmp_path):
-    from grader import csvfile
+    from grader.results import csvfile
 
     rows = [{"student": "=evil()", "points": 1.5}, {"student": "'x", "points": "-2"}]
     csvfile.write(tmp_path / "t.csv", ["student", "points"], rows)
@@ -250,26 +250,26 @@ def test_csv_file_round_trip(tmp_path):
 def test_seed_rule(tmp_path):
     """A new OUT draws a seed and records it; a rerun into it keeps it; a chosen one wins
     (and is recorded for the next run)."""
-    from grader import seeds
+    from grader.results import out as out_files
 
-    first = seeds.settle(tmp_path / "a", None)
-    assert seeds.recorded(tmp_path / "a") == first
-    assert seeds.settle(tmp_path / "a", None) == first
-    others = {seeds.settle(tmp_path / f"b{i}", None) for i in range(4)}
+    first = out_files.settle_seed(tmp_path / "a", None)
+    assert out_files.recorded_seed(tmp_path / "a") == first
+    assert out_files.settle_seed(tmp_path / "a", None) == first
+    others = {out_files.settle_seed(tmp_path / f"b{i}", None) for i in range(4)}
     assert len(others | {first}) > 1, "every new OUT draws its own seed"
-    assert seeds.settle(tmp_path / "a", 7) == 7
-    assert seeds.settle(tmp_path / "a", None) == 7
+    assert out_files.settle_seed(tmp_path / "a", 7) == 7
+    assert out_files.settle_seed(tmp_path / "a", None) == 7
 
 
 def test_damaged_seed_record_is_one_line(tmp_path):
-    from grader import seeds
-    from grader.cli import UserError
+    from grader.errors import UserError
+    from grader.results import out as out_files
 
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "seed.json").write_text("{not json")
     with pytest.raises(UserError, match="seed.json is damaged: give --seed"):
-        seeds.settle(tmp_path, None)
-    assert seeds.settle(tmp_path, 3) == 3
+        out_files.settle_seed(tmp_path, None)
+    assert out_files.settle_seed(tmp_path, 3) == 3
 
 
 def test_autograde_records_and_reuses_the_seed(tmp_path):

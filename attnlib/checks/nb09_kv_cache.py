@@ -63,6 +63,39 @@ def _cumulative_means(V):
     return np.cumsum(V, axis=0) / np.arange(1, len(V) + 1)[:, None]
 
 
+def _check_causal_and_self(fn, X, W_Q, W_K, W_V, out, rng):
+    """Later positions never change earlier outputs, and position 0's output is v_0; an
+    answer that attends over a preallocated cache's empty slots is named."""
+    name = "decode_with_cache"
+    T, V = len(X), X @ W_V.T  # [T, d_v]
+    later = X.copy()
+    later[3:] = rng.normal(size=(T - 3, X.shape[1]))
+    if not np.allclose(_decode(fn, later, W_Q, W_K, W_V)[:3], out[:3]):
+        raise CheckFailed(
+            f"`{name}`: changing positions 3… changed the outputs of positions 0–2. "
+            "Position t may only attend to the cache of positions ≤ t (no causality?)."
+        )
+    if not np.allclose(out[0], V[0]):
+        reject_known(  # W_Q = 0: every slot scores 0, and an empty slot's value is 0
+            _decode(fn, X, np.zeros_like(W_Q), W_K, W_V),
+            [
+                (
+                    np.cumsum(V, axis=0) / T,
+                    "position t attends over all T slots of a preallocated cache, the empty "
+                    "slots after t included (each takes weight and adds a zero value): attend "
+                    "from q_t over the filled slots only, K_cache[: t + 1] and V_cache[: t + 1].",
+                ),
+            ],
+            name,
+            "with W_Q = 0 (every score 0)",
+        )
+        raise CheckFailed(
+            f"`{name}`: position 0 can only see itself, so its output must be its own value "
+            "v_0 = W_V x_0. If position t misses itself, append k_t and v_t to the cache "
+            "before attending from q_t."
+        )
+
+
 def check_decode_with_cache(decode_with_cache):
     name = "decode_with_cache"
     rng = np.random.default_rng(9)
@@ -74,19 +107,7 @@ def check_decode_with_cache(decode_with_cache):
 
     out = _decode(decode_with_cache, X, W_Q, W_K, W_V)
     expect_finite(out, name)
-    later = X.copy()
-    later[3:] = rng.normal(size=(T - 3, d_model))
-    if not np.allclose(_decode(decode_with_cache, later, W_Q, W_K, W_V)[:3], out[:3]):
-        raise CheckFailed(
-            f"`{name}`: changing positions 3… changed the outputs of positions 0–2. "
-            "Position t may only attend to the cache of positions ≤ t (no causality?)."
-        )
-    if not np.allclose(out[0], V[0]):
-        raise CheckFailed(
-            f"`{name}`: position 0 can only see itself, so its output must be its own value "
-            "v_0 = W_V x_0. If position t misses itself, append k_t and v_t to the cache "
-            "before attending from q_t."
-        )
+    _check_causal_and_self(decode_with_cache, X, W_Q, W_K, W_V, out, rng)
 
     # W_Q = 0: every score is 0, so position t averages v_0 … v_t.
     flat = _decode(decode_with_cache, X, np.zeros_like(W_Q), W_K, W_V)

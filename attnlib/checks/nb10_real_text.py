@@ -29,6 +29,14 @@ def _rolling_means(V, window):
     return np.array([V[max(0, t - window + 1) : t + 1].mean(0) for t in range(len(V))])
 
 
+def _zeroed_after_softmax(V, window, spread):
+    """With Q = 0 (every score 0): the output when the weights outside the window are set to
+    0 after a softmax that spread query t's row evenly over ``spread`` keys (t + 1 when the
+    causal mask came first, T when it did not)."""
+    kept = np.minimum(np.arange(len(V)), window - 1) + 1  # keys in query t's window
+    return _rolling_means(V, window) * (kept / spread)[:, None]
+
+
 # ---------------------------------------------------------------- sliding_window_attention
 crash_hints(
     "sliding_window_attention",
@@ -53,6 +61,34 @@ def _window(fn, Q, K, V, window):
     )
 
 
+def _check_causal(fn, Q, K, V, out, rng):
+    """Later positions never change earlier outputs; the answer that masks after the
+    softmax (a row then spreads over future keys too) is named."""
+    name = "sliding_window_attention"
+    later = Q.copy(), K.copy(), V.copy()
+    for a in later:
+        a[4:] = rng.normal(size=a[4:].shape)
+    if not np.allclose(_window(fn, *later, 3)[:4], out[:4]):
+        reject_known(
+            _window(fn, np.zeros_like(Q), K, V, 3),
+            [
+                (
+                    _zeroed_after_softmax(V, 3, spread=len(V)),
+                    "both masks are applied after the softmax (the weights of future keys "
+                    "and of keys outside the window set to 0), so each softmax still spreads "
+                    "over every key and a row no longer sums to 1: mask the scores with "
+                    "-np.inf before the softmax, for the causal mask and the window alike.",
+                ),
+            ],
+            name,
+            "with Q = 0 (every score 0)",
+        )
+        raise CheckFailed(
+            f"`{name}`: changing positions 4… changed the outputs of positions 0–3. "
+            "Query t may only see keys j ≤ t (add the causal mask)."
+        )
+
+
 def check_sliding_window_attention(sliding_window_attention):
     name = "sliding_window_attention"
     fn = sliding_window_attention
@@ -62,14 +98,7 @@ def check_sliding_window_attention(sliding_window_attention):
 
     out = _window(fn, Q, K, V, 3)
     expect_finite(out, name)
-    later = Q.copy(), K.copy(), V.copy()
-    for a in later:
-        a[4:] = rng.normal(size=a[4:].shape)
-    if not np.allclose(_window(fn, *later, 3)[:4], out[:4]):
-        raise CheckFailed(
-            f"`{name}`: changing positions 4… changed the outputs of positions 0–3. "
-            "Query t may only see keys j ≤ t (add the causal mask)."
-        )
+    _check_causal(fn, Q, K, V, out, rng)
 
     # Q = 0: every score is 0, so query t averages the values its window holds.
     flat = _window(fn, np.zeros_like(Q), K, V, 3)
@@ -90,9 +119,7 @@ def check_sliding_window_attention(sliding_window_attention):
                 "the window reaches into the future: keep only keys j ≤ t.",
             ),
             (
-                _rolling_means(V, 3)
-                * (np.minimum(np.arange(T), 2) + 1)[:, None]
-                / (np.arange(T) + 1)[:, None],
+                _zeroed_after_softmax(V, 3, spread=np.arange(T) + 1),
                 "the weights outside the window are set to 0 after the softmax, so a row no "
                 "longer sums to 1: mask the scores with -np.inf before the softmax.",
             ),

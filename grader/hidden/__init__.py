@@ -6,8 +6,10 @@ solution shortcuts the learner must not call, and the exercise's **catalogue**: 
 plausible :class:`Mistake` and every unusual correct answer (:class:`Alternative`), each
 written once as the source of an answer cell. The same entry is compiled here to name the
 mistake when a learner's result matches it, pasted into answer cells by the Validate and
-grading tests, and looped over by the unit tests (``tests/exercises/catalogue.py``).
-A notebook's hidden test cell calls ``verify("<name>", <name>)``.
+grading tests, and looped over by the unit tests (``tests/exercises/catalogue.py``). An
+entry that is a slip in a right answer is written as :func:`edited` of that answer, never
+as a copy made by hand (``tests/exercises/test_catalogue_edits.py``). A notebook's hidden
+test cell calls ``verify("<name>", <name>)``.
 
 Inputs are random; set ``ATTN_GRADER_SEED`` to make a grading run repeatable.
 """
@@ -52,14 +54,24 @@ class Mistake:
             raise ValueError(f"{self.label}: the hidden message must contain {self.says}")
 
 
-def edited(answer: str, *edits: tuple[str, str]) -> str:
+class Edit(str):
+    """An answer cell's source made by :func:`edited`; ``answer`` is the right answer it
+    changes (the tests check that answer passes, and that no entry copies one by hand)."""
+
+    answer: str
+
+
+def edited(answer: str, *edits: tuple[str, str]) -> Edit:
     """``answer`` (an answer cell's source) with each ``(old, new)`` edit made, for the
     catalogue entries that are one slip in the same answer; each ``old`` stands once."""
+    source = answer
     for old, new in edits:
-        if answer.count(old) != 1:
-            raise ValueError(f"{old!r} stands {answer.count(old)} times in the answer, not once")
-        answer = answer.replace(old, new)
-    return answer
+        if source.count(old) != 1:
+            raise ValueError(f"{old!r} stands {source.count(old)} times in the answer, not once")
+        source = source.replace(old, new)
+    made = Edit(source)
+    made.answer = answer
+    return made
 
 
 # Torch's versions of attention, each the whole exercise in one call: a shortcut to ban.

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, exercise
+from grader.hidden import Alternative, Mistake, edited, exercise
 
 
 def _causal(T):
@@ -65,13 +65,8 @@ def attention(Q, K, V, mask=None):
 
 
 def _slip(label, says, message=None, **edits):
-    """The solution with ``edits`` ({line as written: replacement}) applied: one Mistake."""
-    source = _ATTENTION
-    for old, new in edits.values():
-        if old not in source:
-            raise ValueError(f"{label}: {old!r} is not a line of the solution")
-        source = source.replace(old, new)
-    return Mistake(label, source, says=says, message=message)
+    """The solution with ``edits`` ({what: (as written, replacement)}) made: one Mistake."""
+    return Mistake(label, edited(_ATTENTION, *edits.values()), says=says, message=message)
 
 
 _SCORES = "S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)"

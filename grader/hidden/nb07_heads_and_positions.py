@@ -40,6 +40,19 @@ def _split_cases(rng):
         yield rng.normal(size=(*lead, T, d_model)), n_heads
 
 
+# The answer its mistakes slip in, each named by the edit that makes it.
+_SPLIT = """
+def split_heads(X, n_heads):
+    *lead, T, d_model = X.shape
+    if d_model % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+    H = X.reshape(*lead, T, n_heads, d_model // n_heads)
+    return np.swapaxes(H, -2, -3)
+"""
+_SPLIT_RESHAPE = "X.reshape(*lead, T, n_heads, d_model // n_heads)"
+_SPLIT_RETURN = "return np.swapaxes(H, -2, -3)"
+
+
 @exercise(
     "split_heads",
     cases=_split_cases,
@@ -47,13 +60,11 @@ def _split_cases(rng):
     mistakes=[
         Mistake(
             "reshape-no-transpose",
-            """
-            def split_heads(X, n_heads):
-                *lead, T, d_model = X.shape
-                if d_model % n_heads:
-                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
-                return X.reshape(*lead, n_heads, T, d_model // n_heads)
-            """,
+            edited(
+                _SPLIT,
+                (_SPLIT_RESHAPE, "X.reshape(*lead, n_heads, T, d_model // n_heads)"),
+                (_SPLIT_RETURN, "return H"),
+            ),
             says=("transpose",),
             message="`split_heads` reshapes straight to [n_heads, T, d_head], which mixes "
             "positions: reshape to [..., T, n_heads, d_head], then transpose the heads axis "
@@ -61,51 +72,44 @@ def _split_cases(rng):
         ),
         Mistake(
             "interleaved",
-            """
-            def split_heads(X, n_heads):
-                *lead, T, d_model = X.shape
-                if d_model % n_heads:
-                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
-                H = X.reshape(*lead, T, d_model // n_heads, n_heads)  # head h: columns h::n
-                return np.moveaxis(H, -1, -3)
-            """,
+            edited(
+                _SPLIT,
+                (_SPLIT_RESHAPE, "X.reshape(*lead, T, d_model // n_heads, n_heads)  # h::n"),
+                (_SPLIT_RETURN, "return np.moveaxis(H, -1, -3)"),
+            ),
             says=("interleaved",),
             message="`split_heads` gives head h every n_heads-th column (interleaved "
             "columns); head h is the block of columns h*d_head:(h+1)*d_head.",
         ),
         Mistake(
             "heads-after-T",
-            """
-            def split_heads(X, n_heads):
-                *lead, T, d_model = X.shape
-                if d_model % n_heads:
-                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
-                return X.reshape(*lead, T, n_heads, d_model // n_heads)
-            """,
+            edited(_SPLIT, (_SPLIT_RETURN, "return H")),
             says=("axis",),
             message="`split_heads` returns [..., T, n_heads, d_head]: put the heads axis "
             "before T, [..., n_heads, T, d_head].",
         ),
         Mistake(
             "numpy-error-only",
-            """
-            def split_heads(X, n_heads):
-                *lead, T, d_model = X.shape
-                H = X.reshape(*lead, T, n_heads, d_model // n_heads)
-                return np.swapaxes(H, -2, -3)
-            """,
+            edited(
+                _SPLIT,
+                (
+                    "    if d_model % n_heads:\n"
+                    '        raise ValueError(f"n_heads={n_heads} does not divide '
+                    'd_model={d_model}")\n',
+                    "",
+                ),
+            ),
             says=("ValueError", "both numbers"),
             caught_by="visible",  # raising is judged by the visible check only
         ),
         Mistake(
             "assumes-a-batch-axis",
-            """
-            def split_heads(X, n_heads):
-                B, T, d_model = X.shape
-                if d_model % n_heads:
-                    raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
-                return X.reshape(B, T, n_heads, d_model // n_heads).transpose(0, 2, 1, 3)
-            """,
+            edited(
+                _SPLIT,
+                ("*lead, T, d_model = X.shape", "B, T, d_model = X.shape"),
+                (_SPLIT_RESHAPE, "X.reshape(B, T, n_heads, d_model // n_heads)"),
+                (_SPLIT_RETURN, "return H.transpose(0, 2, 1, 3)"),
+            ),
             says=("no batch axes or several", "*lead, T, d_model = X.shape"),
             caught_by="visible",  # it raises: the hidden check reports the error itself
         ),
@@ -240,6 +244,25 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
     A = E / E.sum(axis=-1, keepdims=True)
     return merge_heads(A @ V) @ W_O.T, A
 """
+# The same answer without the notebook's split_heads and merge_heads, which the mistakes in
+# cutting the heads apart (or putting them back) slip in.
+_MHA_INLINE = """
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+    *lead, T, d_model = X.shape
+    d_head = d_model // n_heads
+    def cut(Z):  # [..., T, d_model] -> [..., n_heads, T, d_head]
+        return np.swapaxes(Z.reshape(*lead, T, n_heads, d_head), -2, -3)
+    Q, K, V = (cut(X @ W.T) for W in (W_Q, W_K, W_V))
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_head)
+    if mask is not None:
+        S = S + mask
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    out = np.swapaxes(A @ V, -2, -3).reshape(*lead, T, d_model)
+    return out @ W_O.T, A
+"""
+_CUT = "np.swapaxes(Z.reshape(*lead, T, n_heads, d_head), -2, -3)"
+_MERGE = "np.swapaxes(A @ V, -2, -3).reshape"
 _MASK_SCORES = "    if mask is not None:\n        S = S + mask\n"
 _RETURN = "return merge_heads(A @ V) @ W_O.T, A"
 
@@ -267,18 +290,11 @@ def _mha_cases(rng):
     mistakes=[
         Mistake(
             "reshape-no-transpose",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                *lead, T, d_model = X.shape
-                d_head = d_model // n_heads
-                Q, K, V = ((X @ W.T).reshape(*lead, n_heads, T, d_head) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_head)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                return (A @ V).reshape(*lead, T, d_model) @ W_O.T, A
-            """,
+            edited(
+                _MHA_INLINE,
+                (_CUT, "Z.reshape(*lead, n_heads, T, d_head)"),
+                (_MERGE, "(A @ V).reshape"),
+            ),
             says=("transpose",),
             message="`multi_head_attention` reshapes [T, d_model] straight to [n_heads, T, "
             "d_head], which mixes positions: reshape to [..., T, n_heads, d_head], then "
@@ -286,21 +302,11 @@ def _mha_cases(rng):
         ),
         Mistake(
             "interleaved",
-            """
-            def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
-                *lead, T, d_model = X.shape
-                d_head = d_model // n_heads
-                def cut(Z):  # head h: columns h, h + n_heads, ...
-                    return np.moveaxis(Z.reshape(*lead, T, d_head, n_heads), -1, -3)
-                Q, K, V = (cut(X @ W.T) for W in (W_Q, W_K, W_V))
-                S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_head)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                A = E / E.sum(axis=-1, keepdims=True)
-                out = np.moveaxis(A @ V, -3, -1).reshape(*lead, T, d_model)
-                return out @ W_O.T, A
-            """,
+            edited(
+                _MHA_INLINE,
+                (_CUT, "np.moveaxis(Z.reshape(*lead, T, d_head, n_heads), -1, -3)  # h::n_heads"),
+                (_MERGE, "np.moveaxis(A @ V, -3, -1).reshape"),
+            ),
             says=("interleaved",),
             message="`multi_head_attention` gives head h every n_heads-th column of Q, K and "
             "V (interleaved columns); head h is the block of columns h*d_head:(h+1)*d_head.",
@@ -490,6 +496,23 @@ def _rope_cases(rng):
         yield rng.normal(size=(*lead, T, d)), pos, base
 
 
+# The answer its mistakes slip in, each named by the edit that makes it.
+_ROPE = """
+def rope(X, positions, base=10000.0):
+    d = X.shape[-1]
+    theta = base ** (-np.arange(0, d, 2) / d)  # [d/2]
+    angle = np.asarray(positions, dtype=float)[:, None] * theta  # [T, d/2]
+    cos, sin = np.cos(angle), np.sin(angle)
+    out = np.empty(X.shape)
+    out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
+    out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
+    return out
+"""
+_ROTATE_EVEN = "out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin"
+_ROTATE_ODD = "out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos"
+_FREQUENCIES = "-np.arange(0, d, 2) / d"
+
+
 @exercise(
     "rope",
     cases=_rope_cases,
@@ -497,15 +520,15 @@ def _rope_cases(rng):
     mistakes=[
         Mistake(
             "halves",
-            """
-            def rope(X, positions, base=10000.0):
-                d = X.shape[-1]
-                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
-                    -np.arange(0, d, 2) / d)
-                cos, sin = np.cos(angle), np.sin(angle)
-                x1, x2 = X[..., : d // 2], X[..., d // 2:]  # pairs (i, i + d/2): rotate_half
-                return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
-            """,
+            edited(
+                _ROPE,
+                (
+                    f"    out = np.empty(X.shape)\n    {_ROTATE_EVEN}\n    {_ROTATE_ODD}\n"
+                    "    return out",
+                    "    x1, x2 = X[..., : d // 2], X[..., d // 2 :]  # pairs (i, i + d/2)\n"
+                    "    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)",
+                ),
+            ),
             says=("halves", "neighbours"),
             message="`rope` rotates the pairs (i, i + d/2), the halves convention "
             "(rotate_half, as GPT-NeoX and many LLaMA codes): this course pairs neighbours "
@@ -513,84 +536,39 @@ def _rope_cases(rng):
         ),
         Mistake(
             "wrong-direction",
-            """
-            def rope(X, positions, base=10000.0):
-                d = X.shape[-1]
-                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
-                    -np.arange(0, d, 2) / d)
-                cos, sin = np.cos(angle), np.sin(angle)
-                out = np.empty(X.shape)
-                out[..., 0::2] = X[..., 0::2] * cos + X[..., 1::2] * sin
-                out[..., 1::2] = -X[..., 0::2] * sin + X[..., 1::2] * cos
-                return out
-            """,
+            edited(
+                _ROPE,
+                (_ROTATE_EVEN, "out[..., 0::2] = X[..., 0::2] * cos + X[..., 1::2] * sin"),
+                (_ROTATE_ODD, "out[..., 1::2] = -X[..., 0::2] * sin + X[..., 1::2] * cos"),
+            ),
             says=("direction",),
             message="`rope` rotates in the wrong direction: out₂ᵢ = x₂ᵢ cos − x₂ᵢ₊₁ sin, "
             "out₂ᵢ₊₁ = x₂ᵢ sin + x₂ᵢ₊₁ cos.",
         ),
         Mistake(
             "ignores-base",
-            """
-            def rope(X, positions, base=10000.0):
-                d = X.shape[-1]
-                angle = np.asarray(positions, dtype=float)[:, None] * 10000.0 ** (
-                    -np.arange(0, d, 2) / d)
-                cos, sin = np.cos(angle), np.sin(angle)
-                out = np.empty(X.shape)
-                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
-                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
-                return out
-            """,
+            edited(_ROPE, ("theta = base **", "theta = 10000.0 **")),
             says=("ignores `base`",),
             message="`rope` ignores `base`: it turns the pairs at 10000 ** (-2i/d) whatever "
             "base it is given. Use the argument: θᵢ = base ** (-2i/d).",
         ),
         Mistake(
             "exponent-i-over-d",
-            """
-            def rope(X, positions, base=10000.0):
-                d = X.shape[-1]
-                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
-                    -np.arange(d // 2) / d)
-                cos, sin = np.cos(angle), np.sin(angle)
-                out = np.empty(X.shape)
-                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
-                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
-                return out
-            """,
+            edited(_ROPE, (_FREQUENCIES, "-np.arange(d // 2) / d")),
             says=("exponent",),
             message="`rope` uses the wrong frequency exponent: pair i turns at "
             "base ** (-2i/d), i = 0 … d/2 − 1.",
         ),
         Mistake(
             "exponent-positive",
-            """
-            def rope(X, positions, base=10000.0):
-                d = X.shape[-1]
-                angle = np.asarray(positions, dtype=float)[:, None] * base ** (
-                    np.arange(0, d, 2) / d)
-                cos, sin = np.cos(angle), np.sin(angle)
-                out = np.empty(X.shape)
-                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
-                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
-                return out
-            """,
+            edited(_ROPE, (_FREQUENCIES, "np.arange(0, d, 2) / d")),
             says=("exponent",),
             message="`rope` uses the wrong frequency exponent (base ** (+2i/d)): pair i turns "
             "at base ** (-2i/d), slower for larger i.",
         ),
         Mistake(
             "positions-ignored",
-            """
-            def rope(X, positions, base=10000.0):
-                T, d = X.shape[-2:]
-                angle = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)
-                cos, sin = np.cos(angle), np.sin(angle)
-                out = np.empty(X.shape)
-                out[..., 0::2] = X[..., 0::2] * cos - X[..., 1::2] * sin
-                out[..., 1::2] = X[..., 0::2] * sin + X[..., 1::2] * cos
-                return out
-            """,
+            edited(_ROPE, ("np.asarray(positions, dtype=float)", "np.arange(X.shape[-2])")),
             says=("positions",),
             message="`rope` ignores `positions` (it rotates row t by t): use positions[t].",
         ),

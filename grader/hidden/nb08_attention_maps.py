@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, exercise
+from grader.hidden import Alternative, Mistake, edited, exercise
 
 # The course's own scorers of attention patterns (attnlib.patterns) solve these exercises.
 _SCORE_TEMPLATES = {
@@ -413,23 +413,25 @@ def _ij(T):
     return np.arange(T)[:, None], np.arange(T)[None, :]
 
 
-def _window_mistake(label, allowed, says, message=None, fill="-np.inf", returned=None):
-    """A window mask built from ``allowed`` (source text, over index grids i and j)."""
-    return Mistake(
-        label,
-        f"""
-        def sliding_window_mask(T, window, n_sink=0):
-            i = np.arange(T)[:, None]
-            j = np.arange(T)[None, :]
-            allowed = {allowed}
-            return {returned or f"np.where(allowed, 0.0, {fill})"}
-        """,
-        says=says,
-        message=message,
-    )
-
-
+# The answer its mistakes slip in: each changes which keys are allowed or what is returned.
 _ALLOWED = "(j <= i) & ((i - j < window) | (j < n_sink))"
+_MASK_RETURN = "np.where(allowed, 0.0, -np.inf)"
+_MASK = f"""
+def sliding_window_mask(T, window, n_sink=0):
+    i = np.arange(T)[:, None]
+    j = np.arange(T)[None, :]
+    allowed = {_ALLOWED}
+    return {_MASK_RETURN}
+"""
+
+
+def _window_mistake(label, allowed, says, message=None, fill="-np.inf", returned=None):
+    """The window mask with ``allowed`` (source text, over index grids i and j) and what it
+    returns (``returned``, or the additive mask filled with ``fill``) in place of the answer's."""
+    returned = returned or f"np.where(allowed, 0.0, {fill})"
+    changes = ((_ALLOWED, allowed), (_MASK_RETURN, returned))
+    source = edited(_MASK, *((old, new) for old, new in changes if old != new))
+    return Mistake(label, source, says=says, message=message)
 
 
 @exercise(

@@ -1,9 +1,11 @@
 """Hidden checks and the mistake catalogue for notebook 09 (KV cache, grouped-query
 attention, eviction, attention without the T×T matrix)."""
 
+import textwrap
+
 import numpy as np
 
-from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, exercise
+from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, edited, exercise
 
 
 def _decode_cases(rng):
@@ -15,6 +17,43 @@ def _decode_cases(rng):
         yield X, W_Q, W_K, rng.normal(size=(d_v, d_model))
     X = rng.normal(size=(9, 6)) * 12
     yield X, rng.normal(size=(4, 6)) * 3, rng.normal(size=(4, 6)) * 3, rng.normal(size=(3, 6))
+
+
+# The answers its mistakes slip in, each named by the edit that makes it: a cache kept in
+# lists, and one preallocated for all T positions.
+_DECODE = """
+def decode_with_cache(X, W_Q, W_K, W_V):
+    d_k = W_Q.shape[0]
+    keys, values, out = [], [], []
+    for x in X:
+        q = W_Q @ x
+        keys.append(W_K @ x)
+        values.append(W_V @ x)
+        s = np.array(keys) @ q / np.sqrt(d_k)
+        w = np.exp(s - s.max())
+        out.append(w / w.sum() @ np.array(values))
+    return np.array(out)
+"""
+_APPEND = "        keys.append(W_K @ x)\n        values.append(W_V @ x)\n"
+_ATTEND = (
+    "        s = np.array(keys) @ q / np.sqrt(d_k)\n"
+    "        w = np.exp(s - s.max())\n"
+    "        out.append(w / w.sum() @ np.array(values))\n"
+)
+_EMPTY_CACHE = "keys, values, out = [], [], []"
+_PREALLOCATED = """
+def decode_with_cache(X, W_Q, W_K, W_V):
+    T, d_k = len(X), W_Q.shape[0]
+    K_cache = np.zeros((T, d_k))
+    V_cache = np.zeros((T, W_V.shape[0]))
+    out = np.empty((T, W_V.shape[0]))
+    for t in range(T):
+        K_cache[t], V_cache[t] = W_K @ X[t], W_V @ X[t]
+        s = K_cache[: t + 1] @ (W_Q @ X[t]) / np.sqrt(d_k)
+        w = np.exp(s - s.max())
+        out[t] = w @ V_cache[: t + 1] / w.sum()
+    return out
+"""
 
 
 @exercise(
@@ -29,41 +68,30 @@ def _decode_cases(rng):
     mistakes=[
         Mistake(
             "appends-after-attending",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                d_k = W_Q.shape[0]
-                keys, values, out = [W_K @ X[0]], [W_V @ X[0]], [W_V @ X[0]]
-                for x in X[1:]:
-                    q = W_Q @ x
-                    K, V = np.array(keys), np.array(values)
-                    s = K @ q / np.sqrt(d_k)
-                    w = np.exp(s - s.max())
-                    out.append(w / w.sum() @ V)
-                    keys.append(W_K @ x)
-                    values.append(W_V @ x)
-                return np.array(out)
-            """,
+            edited(
+                _DECODE,
+                (_EMPTY_CACHE, "keys, values, out = [W_K @ X[0]], [W_V @ X[0]], [W_V @ X[0]]"),
+                ("for x in X:", "for x in X[1:]:"),
+                (_APPEND, ""),
+                (_ATTEND, _ATTEND + _APPEND),
+            ),
             says=("misses itself", "before attending"),
             message="`decode_with_cache` attends before appending, so position t misses "
             "itself: append k_t and v_t to the cache before attending from q_t.",
         ),
         Mistake(
             "attends-first-zero-at-position-0",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                d_k = W_Q.shape[0]
-                keys, values, out = [], [], []
-                for x in X:
-                    if keys:
-                        s = np.array(keys) @ (W_Q @ x) / np.sqrt(d_k)
-                        w = np.exp(s - s.max())
-                        out.append(w / w.sum() @ np.array(values))
-                    else:
-                        out.append(np.zeros(len(W_V)))
-                    keys.append(W_K @ x)
-                    values.append(W_V @ x)
-                return np.array(out)
-            """,
+            edited(
+                _DECODE,
+                (_APPEND, ""),
+                (
+                    _ATTEND,
+                    "        if keys:\n"
+                    + textwrap.indent(_ATTEND, "    ")
+                    + "        else:\n            out.append(np.zeros(len(W_V)))\n"
+                    + _APPEND,
+                ),
+            ),
             says=("misses itself", "before attending"),
             message="`decode_with_cache` attends before appending, so position t misses "
             "itself (position 0 sees nothing): append k_t and v_t to the cache before "
@@ -71,129 +99,59 @@ def _decode_cases(rng):
         ),
         Mistake(
             "attends-to-an-empty-cache",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                d_k = W_Q.shape[0]
-                keys, values, out = [], [], []
-                for x in X:
-                    q = W_Q @ x
-                    s = np.array(keys) @ q / np.sqrt(d_k)
-                    w = np.exp(s - s.max())
-                    out.append(w / w.sum() @ np.array(values))
-                    keys.append(W_K @ x)
-                    values.append(W_V @ x)
-                return np.array(out)
-            """,
+            edited(_DECODE, (_APPEND, ""), (_ATTEND, _ATTEND + _APPEND)),
             says=("append, then attend",),
             caught_by="visible",  # it raises: the hidden check reports the error itself
         ),
         Mistake(
             "no-scaling",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                keys, values, out = [], [], []
-                for x in X:
-                    q = W_Q @ x
-                    keys.append(W_K @ x)
-                    values.append(W_V @ x)
-                    s = np.array(keys) @ q
-                    w = np.exp(s - s.max())
-                    out.append(w / w.sum() @ np.array(values))
-                return np.array(out)
-            """,
+            edited(_DECODE, (" / np.sqrt(d_k)", "")),
             says=("np.sqrt(d_k)",),
             message="`decode_with_cache` does not scale the scores: divide q · k by np.sqrt(d_k).",
         ),
         Mistake(
             "scales-by-d_v",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                keys, values, out = [], [], []
-                for x in X:
-                    q = W_Q @ x
-                    keys.append(W_K @ x)
-                    values.append(W_V @ x)
-                    s = np.array(keys) @ q / np.sqrt(len(W_V))
-                    w = np.exp(s - s.max())
-                    out.append(w / w.sum() @ np.array(values))
-                return np.array(out)
-            """,
+            edited(_DECODE, ("np.sqrt(d_k)", "np.sqrt(len(W_V))")),
             says=("√d_v", "np.sqrt(d_k)"),
             message="`decode_with_cache` divides the scores by √d_v, the size of a value: "
             "the scores are dot products of q and k, so divide by np.sqrt(d_k).",
         ),
         Mistake(
             "no-causality",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                d_k = W_Q.shape[0]
-                K, V = X @ W_K.T, X @ W_V.T
-                out = []
-                for x in X:
-                    s = K @ (W_Q @ x) / np.sqrt(d_k)
-                    w = np.exp(s - s.max())
-                    out.append(w / w.sum() @ V)
-                return np.array(out)
-            """,
+            edited(
+                _DECODE,
+                (_EMPTY_CACHE, "keys, values, out = list(X @ W_K.T), list(X @ W_V.T), []"),
+                (_APPEND, ""),
+            ),
             says=("no causality",),
             message="`decode_with_cache` lets every position attend to every position (no "
             "causality): position t may only see the cache of positions ≤ t.",
         ),
         Mistake(
             "overflows",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                d_k = W_Q.shape[0]
-                keys, values, out = [], [], []
-                for x in X:
-                    q = W_Q @ x
-                    keys.append(W_K @ x)
-                    values.append(W_V @ x)
-                    w = np.exp(np.array(keys) @ q / np.sqrt(d_k))
-                    out.append(w / w.sum() @ np.array(values))
-                return np.array(out)
-            """,
+            edited(_DECODE, ("np.exp(s - s.max())", "np.exp(s)")),
             says=("overflow", "largest score"),
             message="`decode_with_cache` overflows for large scores: subtract the largest "
             "score of the row before np.exp.",
         ),
         Mistake(
             "transposed-projections",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                d_k = W_Q.shape[0]
-                keys, values, out = [], [], []
-                for x in X:
-                    q = x @ W_Q
-                    keys.append(x @ W_K)
-                    values.append(x @ W_V)
-                    s = np.array(keys) @ q / np.sqrt(d_k)
-                    w = np.exp(s - s.max())
-                    out.append(w / w.sum() @ np.array(values))
-                return np.array(out)
-            """,
+            edited(_DECODE, ("W_Q @ x", "x @ W_Q"), ("W_K @ x", "x @ W_K"), ("W_V @ x", "x @ W_V")),
             says=("X @ W_Q.T",),
             message="`decode_with_cache` multiplies by Wᵀ (x @ W): projections are "
             "q = W_Q x, i.e. X @ W_Q.T for all rows.",
         ),
+        Mistake(
+            "attends-over-empty-slots",
+            edited(_PREALLOCATED, ("K_cache[: t + 1]", "K_cache"), ("V_cache[: t + 1]", "V_cache")),
+            says=("empty slots", "K_cache[: t + 1]"),
+            message="`decode_with_cache` attends over all T slots of the preallocated cache, "
+            "the empty slots after t included (each takes weight and adds a zero value): "
+            "attend from q_t over the filled slots only, K_cache[: t + 1] and V_cache[: t + 1].",
+        ),
     ],
     alternatives=[
-        Alternative(
-            "preallocated-cache",
-            """
-            def decode_with_cache(X, W_Q, W_K, W_V):
-                T, d_k = len(X), W_Q.shape[0]
-                K_cache = np.empty((T, d_k))
-                V_cache = np.empty((T, W_V.shape[0]))
-                out = np.empty((T, W_V.shape[0]))
-                for t in range(T):
-                    K_cache[t], V_cache[t] = W_K @ X[t], W_V @ X[t]
-                    s = K_cache[: t + 1] @ (W_Q @ X[t]) / np.sqrt(d_k)
-                    w = np.exp(s - s.max())
-                    out[t] = w @ V_cache[: t + 1] / w.sum()
-                return out
-            """,
-        ),
+        Alternative("preallocated-cache", _PREALLOCATED),
         Alternative(
             "scalar-loops",
             """
@@ -251,6 +209,26 @@ def _gqa_cases(rng):
         yield rng.normal(size=(T, d_model)), W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask
 
 
+# The answer its mistakes slip in, each named by the edit that makes it.
+_GQA = """
+def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+    T, d_model = X.shape
+    d_head = d_model // n_heads
+    Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
+    K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+    V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
+    group = n_heads // n_kv_heads
+    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
+    S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
+    if mask is not None:
+        S = S + mask
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    H = E / E.sum(axis=-1, keepdims=True) @ V
+    return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
+"""
+_REPEAT = "K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)"
+
+
 @exercise(
     "grouped_query_attention",
     cases=_gqa_cases,
@@ -260,22 +238,7 @@ def _gqa_cases(rng):
     mistakes=[
         Mistake(
             "pairs-heads-round-robin",
-            """
-            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
-                T, d_model = X.shape
-                d_head = d_model // n_heads
-                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
-                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                group = n_heads // n_kv_heads
-                K, V = np.tile(K, (group, 1, 1)), np.tile(V, (group, 1, 1))
-                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                H = E / E.sum(axis=-1, keepdims=True) @ V
-                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
-            """,
+            edited(_GQA, (_REPEAT, "K, V = np.tile(K, (group, 1, 1)), np.tile(V, (group, 1, 1))")),
             says=("h // (n_heads // n_kv_heads)", "np.repeat"),
             message="`grouped_query_attention` pairs query head h with KV head h % n_kv_heads "
             "(round robin, as np.tile does); neighbouring query heads share a KV head: head h "
@@ -283,85 +246,33 @@ def _gqa_cases(rng):
         ),
         Mistake(
             "scales-by-d_model",
-            """
-            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
-                T, d_model = X.shape
-                d_head = d_model // n_heads
-                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
-                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                group = n_heads // n_kv_heads
-                K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
-                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_model)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                H = E / E.sum(axis=-1, keepdims=True) @ V
-                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
-            """,
+            edited(_GQA, ("np.sqrt(d_head)", "np.sqrt(d_model)")),
             says=("np.sqrt(d_head)",),
             message="`grouped_query_attention` divides the scores by √d_model: each head "
             "compares vectors of d_head numbers, so divide by np.sqrt(d_head).",
         ),
         Mistake(
             "forgets-W_O",
-            """
-            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
-                T, d_model = X.shape
-                d_head = d_model // n_heads
-                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
-                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                group = n_heads // n_kv_heads
-                K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
-                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                H = E / E.sum(axis=-1, keepdims=True) @ V
-                return H.transpose(1, 0, 2).reshape(T, d_model)
-            """,
+            edited(_GQA, (".reshape(T, d_model) @ W_O.T", ".reshape(T, d_model)")),
             says=("W_O",),
             message="`grouped_query_attention` forgets W_O: after merging the heads, mix them "
             "with `@ W_O.T`.",
         ),
         Mistake(
             "ignores-the-mask",
-            """
-            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
-                T, d_model = X.shape
-                d_head = d_model // n_heads
-                Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
-                K = (X @ W_K.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                V = (X @ W_V.T).reshape(T, n_kv_heads, d_head).transpose(1, 0, 2)
-                group = n_heads // n_kv_heads
-                K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
-                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                H = E / E.sum(axis=-1, keepdims=True) @ V
-                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
-            """,
+            edited(_GQA, ("    if mask is not None:\n        S = S + mask\n", "")),
             says=("mask",),
             message="`grouped_query_attention` ignores `mask`: add it to every head's scores "
             "before the softmax.",
         ),
         Mistake(
             "splits-keys-into-n_heads",
-            """
-            def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
-                T, d_model = X.shape
-                d_head = d_model // n_heads
-                Q, K, V = (
-                    (X @ W.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)
-                    for W in (W_Q, W_K, W_V)
-                )
-                S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
-                if mask is not None:
-                    S = S + mask
-                E = np.exp(S - S.max(axis=-1, keepdims=True))
-                H = E / E.sum(axis=-1, keepdims=True) @ V
-                return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T
-            """,
+            edited(
+                _GQA,
+                ("K = (X @ W_K.T).reshape(T, n_kv_heads,", "K = (X @ W_K.T).reshape(T, n_heads,"),
+                ("V = (X @ W_V.T).reshape(T, n_kv_heads,", "V = (X @ W_V.T).reshape(T, n_heads,"),
+                (f"    group = n_heads // n_kv_heads\n    {_REPEAT}\n", ""),
+            ),
             says=("n_kv_heads heads",),
             caught_by="visible",  # it raises: the hidden check reports the error itself
         ),
@@ -440,6 +351,25 @@ def _online_cases(rng):
     yield rng.normal(size=(5, 8)) * 6, rng.normal(size=(33, 8)) * 6, rng.normal(size=(33, 4)), 5
 
 
+# The answer its mistakes slip in, each named by the edit that makes it.
+_ONLINE = """
+def online_softmax_attention(Q, K, V, block_size=64):
+    m = np.full(len(Q), -np.inf)
+    l = np.zeros(len(Q))
+    acc = np.zeros((len(Q), V.shape[1]))
+    for s in range(0, len(K), block_size):
+        S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
+        m_new = np.maximum(m, S.max(axis=1))
+        P = np.exp(S - m_new[:, None])
+        l = l * np.exp(m - m_new) + P.sum(axis=1)
+        acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
+        m = m_new
+    return acc / l[:, None]
+"""
+_RESCALE_SUM = ("l = l * np.exp(m - m_new) +", "l = l +")
+_RESCALE_OUTPUT = ("acc = acc * np.exp(m - m_new)[:, None] +", "acc = acc +")
+
+
 @exercise(
     "online_softmax_attention",
     cases=_online_cases,
@@ -449,59 +379,21 @@ def _online_cases(rng):
     mistakes=[
         Mistake(
             "no-rescaling",
-            """
-            def online_softmax_attention(Q, K, V, block_size=64):
-                m = np.full(len(Q), -np.inf)
-                l = np.zeros(len(Q))
-                acc = np.zeros((len(Q), V.shape[1]))
-                for s in range(0, len(K), block_size):
-                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
-                    m = np.maximum(m, S.max(axis=1))
-                    P = np.exp(S - m[:, None])
-                    l = l + P.sum(axis=1)
-                    acc = acc + P @ V[s : s + block_size]
-                return acc / l[:, None]
-            """,
+            edited(_ONLINE, _RESCALE_SUM, _RESCALE_OUTPUT),
             says=("rescale", "exp(m_old − m_new)"),
             message="`online_softmax_attention` does not rescale when the running maximum "
             "grows: multiply the running sum and the accumulated output by exp(m_old − m_new).",
         ),
         Mistake(
             "rescales-the-sum-only",
-            """
-            def online_softmax_attention(Q, K, V, block_size=64):
-                m = np.full(len(Q), -np.inf)
-                l = np.zeros(len(Q))
-                acc = np.zeros((len(Q), V.shape[1]))
-                for s in range(0, len(K), block_size):
-                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
-                    m_new = np.maximum(m, S.max(axis=1))
-                    P = np.exp(S - m_new[:, None])
-                    l = l * np.exp(m - m_new) + P.sum(axis=1)
-                    acc = acc + P @ V[s : s + block_size]
-                    m = m_new
-                return acc / l[:, None]
-            """,
+            edited(_ONLINE, _RESCALE_OUTPUT),
             says=("accumulated output",),
             message="`online_softmax_attention` rescales the running sum but not the "
             "accumulated output when the maximum grows: multiply both by exp(m_old − m_new).",
         ),
         Mistake(
             "rescales-the-output-only",
-            """
-            def online_softmax_attention(Q, K, V, block_size=64):
-                m = np.full(len(Q), -np.inf)
-                l = np.zeros(len(Q))
-                acc = np.zeros((len(Q), V.shape[1]))
-                for s in range(0, len(K), block_size):
-                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
-                    m_new = np.maximum(m, S.max(axis=1))
-                    P = np.exp(S - m_new[:, None])
-                    l = l + P.sum(axis=1)
-                    acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
-                    m = m_new
-                return acc / l[:, None]
-            """,
+            edited(_ONLINE, _RESCALE_SUM),
             says=("not the running sum",),
             message="`online_softmax_attention` rescales the accumulated output but not the "
             "running sum when the maximum grows: multiply both by exp(m_old − m_new).",
@@ -523,59 +415,34 @@ def _online_cases(rng):
         ),
         Mistake(
             "no-scaling",
-            """
-            def online_softmax_attention(Q, K, V, block_size=64):
-                m = np.full(len(Q), -np.inf)
-                l = np.zeros(len(Q))
-                acc = np.zeros((len(Q), V.shape[1]))
-                for s in range(0, len(K), block_size):
-                    S = Q @ K[s : s + block_size].T
-                    m_new = np.maximum(m, S.max(axis=1))
-                    P = np.exp(S - m_new[:, None])
-                    l = l * np.exp(m - m_new) + P.sum(axis=1)
-                    acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
-                    m = m_new
-                return acc / l[:, None]
-            """,
+            edited(_ONLINE, (" / np.sqrt(Q.shape[1])", "")),
             says=("np.sqrt(d_k)",),
             message="`online_softmax_attention` does not scale the scores: divide Q Kᵀ by "
             "np.sqrt(d_k).",
         ),
         Mistake(
             "drops-the-last-block",
-            """
-            def online_softmax_attention(Q, K, V, block_size=64):
-                m = np.full(len(Q), -np.inf)
-                l = np.zeros(len(Q))
-                acc = np.zeros((len(Q), V.shape[1]))
-                for b in range(max(1, len(K) // block_size)):
-                    s = b * block_size
-                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
-                    m_new = np.maximum(m, S.max(axis=1))
-                    P = np.exp(S - m_new[:, None])
-                    l = l * np.exp(m - m_new) + P.sum(axis=1)
-                    acc = acc * np.exp(m - m_new)[:, None] + P @ V[s : s + block_size]
-                    m = m_new
-                return acc / l[:, None]
-            """,
+            edited(
+                _ONLINE,
+                (
+                    "for s in range(0, len(K), block_size):",
+                    "for b in range(max(1, len(K) // block_size)):\n        s = b * block_size",
+                ),
+            ),
             says=("last block", "range(0, T_k, block_size)"),
             message="`online_softmax_attention` drops the shorter last block: "
             "`range(0, T_k, block_size)` visits every block, the short last one included.",
         ),
         Mistake(
             "keeps-the-first-maximum",
-            """
-            def online_softmax_attention(Q, K, V, block_size=64):
-                m = (Q @ K[:block_size].T / np.sqrt(Q.shape[1])).max(axis=1)
-                l = np.zeros(len(Q))
-                acc = np.zeros((len(Q), V.shape[1]))
-                for s in range(0, len(K), block_size):
-                    S = Q @ K[s : s + block_size].T / np.sqrt(Q.shape[1])
-                    P = np.exp(S - m[:, None])
-                    l = l + P.sum(axis=1)
-                    acc = acc + P @ V[s : s + block_size]
-                return acc / l[:, None]
-            """,
+            edited(
+                _ONLINE,
+                (
+                    "m = np.full(len(Q), -np.inf)",
+                    "m = (Q @ K[:block_size].T / np.sqrt(Q.shape[1])).max(1)",
+                ),
+                ("m_new = np.maximum(m, S.max(axis=1))", "m_new = m  # never updated"),
+            ),
             says=("overflow", "running maximum"),
             message="`online_softmax_attention` overflows when a later block holds much "
             "larger scores: update the running maximum block by block (and rescale).",

@@ -83,6 +83,23 @@ def sliding_window_attention(Q, K, V, window):
             "before the softmax.",
         ),
         Mistake(
+            "masks-after-softmax",
+            edited(
+                _WINDOW,
+                (f"    S = np.where({_BAND}, S, -np.inf)\n", ""),
+                (
+                    "return E / E.sum(axis=1, keepdims=True) @ V",
+                    "A = E / E.sum(axis=1, keepdims=True)\n"
+                    f"    return np.where({_BAND}, A, 0.0) @ V",
+                ),
+            ),
+            says=("both masks", "before the softmax"),
+            message="`sliding_window_attention` applies both masks after the softmax (it "
+            "zeroes the weights of future keys and of keys outside the window), so each "
+            "softmax still spreads over every key and a row no longer sums to 1: mask the "
+            "scores with -np.inf before the softmax, for the causal mask and the window alike.",
+        ),
+        Mistake(
             "no-scaling",
             edited(
                 _WINDOW,

@@ -69,6 +69,17 @@ NATIVE = {
     "ctypes.wstring_at",
 }
 NATIVE_MODULES = {"cffi", "_cffi_backend"}
+# What hands notebook code a running frame (and through ``f_back`` the recorders' own, with
+# the arguments they will copy and the shortcuts they saw) or any object in memory: refused
+# when notebook code asks. A library may still look at frames for itself (typing, logging,
+# namedtuple), so one that hands its caller's frame on is a way round (best-effort).
+OBJECT_FINDERS = {"sys._current_frames", "gc.get_referrers", "gc.get_referents", "gc.get_objects"}
+FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+INTROSPECTION = OBJECT_FINDERS | {"sys._getframe", "object.__getattr__", "object.__setattr__"}
+# Library code that only hands its caller's frames on (inspect.currentframe, .stack): the
+# code behind it is what asked. Not ``traceback``, which a notebook may use to print an error.
+_FRAME_RELAYS = re.compile(r"(^<frozen |/inspect\.py$)")
+_LOOKING = [False]  # True while this hook looks at frames itself (sys._getframe is audited)
 PATH_WRITES = {
     "os.remove",
     "os.rmdir",
@@ -127,17 +138,34 @@ def _check_path(path, write: bool, event: str) -> None:
         _deny("read-secret", f"{event} {real}")
 
 
-def from_notebook() -> bool:
+def from_notebook(relays=_RELAYS) -> bool:
     """True when the innermost code behind this event (relays skipped) is notebook code,
     not an installed library. Code in the same process can fake this (that is why the
     sandbox is the wall); it stops the plain attempts."""
-    frame = sys._getframe(2)
+    _LOOKING[0] = True  # sys._getframe is itself an event
+    try:
+        frame = sys._getframe(2)
+    finally:
+        _LOOKING[0] = False
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not _RELAYS.search(filename):
+        if not relays.search(filename):
             return not _under(os.path.abspath(filename), _LIBRARIES)
         frame = frame.f_back
     return False
+
+
+def _introspection(event: str, args) -> str | None:
+    """What the event asks for when it hands out a running frame or any object in memory,
+    or replaces a grader function's code or defaults; else None."""
+    if event in OBJECT_FINDERS or event == "sys._getframe":
+        return event
+    if len(args) < 2 or not isinstance(args[1], str):
+        return None
+    if event == "object.__getattr__":
+        return f"{type(args[0]).__name__}.{args[1]}" if args[1] in FRAME_ATTRIBUTES else None
+    module = getattr(args[0], "__module__", None)  # a grader function's code or defaults
+    return f"{args[1]} of {module}" if isinstance(module, str) and module[:7] == "grader." else None
 
 
 def audit(event: str, args) -> None:
@@ -157,6 +185,13 @@ def audit(event: str, args) -> None:
         _deny("native-code", f"{event} {what} from notebook code")
     elif event == "import" and args and args[0] in NATIVE_MODULES and from_notebook():
         _deny("native-code", f"import {args[0]} from notebook code")
+    elif (
+        event in INTROSPECTION
+        and not _LOOKING[0]
+        and (asked := _introspection(event, args))
+        and from_notebook(_FRAME_RELAYS)
+    ):
+        _deny("frames", f"{asked} from notebook code")
     elif event in BLOCKED:
         _deny("blocked", event)
     elif event in NOTED and event not in _SEEN and not _NOTE_QUIETLY[0]:

@@ -30,11 +30,12 @@ from inspect import CO_OPTIMIZED, Parameter
 import numpy as np
 
 from grader import wire
-from grader.kernel import channel, policy, seal, tamper
+from grader.kernel import channel, policy, seal, tamper, torchwatch
 
 TAMPERED = "sys.setprofile"  # recorded when the graded function switched the profiler off
 _SET_PROFILE = sys.setprofile
 _GET_PROFILE = sys.getprofile
+_SET_TRACE, _GET_TRACE = sys.settrace, sys.gettrace
 _NDARRAY, _COPY = np.ndarray, np.array  # what tells and copies the changed arguments
 _STREAM = channel.CHANNEL  # connected before this module is imported (grader.kernel.boot)
 MARGIN = 2**16  # bytes and entries of a record kept for its own structure
@@ -124,25 +125,23 @@ def _after(args, kwargs) -> dict:
     return found | {k: _COPY(a) for k, a in kwargs.items() if isinstance(a, _NDARRAY)}
 
 
-def _builtin_name(fn) -> str:
-    owner = getattr(fn, "__self__", None)
-    if owner is None or isinstance(owner, types.ModuleType):
-        where = getattr(fn, "__module__", None) or getattr(owner, "__name__", "?")
-    else:  # a method, e.g. torch.Tensor.softmax
-        where = f"{type(owner).__module__}.{type(owner).__qualname__}"
-    return f"{where}.{getattr(fn, '__name__', '?')}"
-
-
 def call_watched(rules: dict, fn, args, kwargs, seen: dict):
     """``fn(*args, **kwargs)``, noting in ``seen`` every call it makes, at any depth, to the
     shortcuts in ``rules`` ({module prefix: names}, from the grader for this cell), and
-    ``TAMPERED`` if it switched the profiler off meanwhile. The profiler sees the actual
-    callee, so aliases and captured references are caught."""
+    ``TAMPERED`` if it switched the profiler, a trace function or torch's modes meanwhile.
+
+    Three watchers, each seeing the actual callee, so aliases and captured references are
+    caught: the profiler (Python functions; builtins that Python code calls itself) and,
+    from the moment torch is loaded, torch's function and dispatch modes
+    (``grader.kernel.torchwatch``: torch's builtins however they are reached, through
+    ``functools.partial``, ``operator.methodcaller``, ``map`` or an operator overload)."""
     if not rules:
         return fn(*args, **kwargs)
     prefixes = tuple(f"{p}." for p in rules)
     builtins_named = set().union(*rules.values())
     own_code = (call_watched.__code__, policy.set_profile_quietly.__code__)
+    torch_names = torchwatch.names_for(rules)
+    modes = [torchwatch.push(torch_names, seen)]
 
     def profile(frame, event, arg):
         if event == "call":
@@ -162,16 +161,32 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
             if arg is _SET_PROFILE and frame.f_code not in own_code:
                 seen[TAMPERED] = None
             elif getattr(arg, "__name__", None) in builtins_named:
-                seen[_builtin_name(arg)] = None
+                seen[torchwatch.qualified(arg)] = None
+        elif event == "return" and modes[0] is None and _torch_imported(frame):
+            modes[0] = torchwatch.push(torch_names, seen)  # imported by the graded call
 
-    previous = _GET_PROFILE()
+    previous, trace = _GET_PROFILE(), _GET_TRACE()
     policy.set_profile_quietly(profile)
     try:
         return fn(*args, **kwargs)
     finally:
+        if _GET_TRACE() is not trace:  # a trace function can rewrite the recorder's locals
+            seen[TAMPERED] = None
+            _SET_TRACE(trace)
         if _GET_PROFILE() is not profile:
             seen[TAMPERED] = None
         policy.set_profile_quietly(previous)
+        if not torchwatch.pop(modes[0]):
+            seen[TAMPERED] = None
+
+
+def _torch_imported(frame) -> bool:
+    """True at the end of torch's own ``__init__`` (a module body, not a call)."""
+    return (
+        frame.f_code.co_name == "<module>"
+        and frame.f_globals.get("__name__") == torchwatch.TORCH
+        and torchwatch.loaded()
+    )
 
 
 def _names(source: str) -> list[str]:
@@ -198,14 +213,14 @@ def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
             entry = {"fn": name, "params": names, "args": _value(budget, list(args))}
             entry["kwargs"] = _value(budget, dict(kwargs))
             record["calls"].append(entry)
-            seen = {}
+            passed, seen = tuple(kwargs.items()), {}  # immutable, like args
             try:
-                result = call_watched(rules.get(name), fn, args, kwargs, seen)
+                result = call_watched(rules.get(name), fn, args, dict(passed), seen)
             except BaseException as err:
                 entry["raise"] = _raised(err)
                 raise
             finally:
-                entry["after"] = _value(budget, _after(args, kwargs))
+                entry["after"] = _value(budget, _after(args, dict(passed)))
                 if seen:
                     entry["shortcuts"] = list(seen)[:10]
             entry["result"] = _value(budget, result)
@@ -270,16 +285,16 @@ def _hidden_one(budget, rules: dict, name: str, fn_name: str, cases, ns) -> dict
     fn, seen = ns[fn_name], {}
     out["params"] = params(fn)
     for args in cases:
-        args, kwargs = list(args), {}
+        args = tuple(args)  # immutable: code that reaches this frame cannot swap an argument
         entry = {}
         try:
             if not callable(fn):
                 raise TypeError(f"`{fn_name}` is a {type(fn).__name__}, not a function")
-            result = call_watched(rules.get(name), fn, args, kwargs, seen)
-            entry["after"] = _value(budget, _after(args, kwargs))
+            result = call_watched(rules.get(name), fn, args, {}, seen)
+            entry["after"] = _value(budget, _after(args, {}))
             entry["result"] = _value(budget, result)
         except BaseException as err:  # noqa: BLE001
-            entry.setdefault("after", _value(budget, _after(args, kwargs)))
+            entry.setdefault("after", _value(budget, _after(args, {})))
             entry["raise"] = _raised(err)
             if isinstance(err, KeyboardInterrupt):
                 out["results"].append(entry)

@@ -1,0 +1,105 @@
+"""The local worker pool of ``python -m grader autograde``: one spawned process per core runs
+``grader.batch.job.grade``; a crashed pool is rebuilt and the rest retried, a notebook that
+crashes its worker three times gets a "Not graded" result (``grader.batch.cluster`` is the
+same on a Dask cluster). Each worker dies with the main process and leaves Ctrl-C to it.
+"""
+
+import multiprocessing
+import os
+import shutil
+import signal
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+
+from grader.results import messages
+from grader.run import sandbox
+
+STOP_SECONDS = 5  # for a terminated worker to go (its kernels and sandboxes die with it)
+
+
+def worker_init() -> None:
+    """In each worker: die with the main process; leave Ctrl-C to the main process; start
+    the judging server before the first notebook."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from grader.lifeline import die_with_parent
+
+    die_with_parent(or_exit_if_orphaned=True)
+    from grader.judging import judge
+
+    judge.warm()
+
+
+def stop_workers(pool) -> None:
+    """Stop every worker now (their kernels and sandboxes die with them)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = multiprocessing.active_children()
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(STOP_SECONDS)
+        if process.is_alive():
+            process.kill()
+            process.join(STOP_SECONDS)
+
+
+def run_pool(todo, jobs: int, on_result, progress) -> None:
+    """Grade ``todo`` in worker processes; a crashed pool is rebuilt and the rest retried."""
+    from grader.batch.job import grade
+    from grader.results.result import ungraded_result
+
+    attempts = {id(j): 0 for j in todo}
+    while todo:
+        remaining = []
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(todo)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=worker_init,
+        )
+        try:
+            futures = {pool.submit(grade, job): job for job in todo}
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    attempts[id(job)] += 1
+                    remaining.append(job)
+                    continue
+                on_result(job, result)
+                progress.update(1)
+        except BaseException:
+            stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+        todo = []
+        for job in remaining:
+            if attempts[id(job)] >= 3:
+                on_result(
+                    job,
+                    ungraded_result(
+                        job,
+                        messages.CRASHED,
+                        flags=["grader worker crashed 3 times"],
+                    ),
+                )
+                progress.update(1)
+            else:
+                todo.append(job)
+
+
+@contextmanager
+def workers_scratch():
+    """TMPDIR of the workers started inside (their private folders): removed, and this
+    process's TMPDIR restored, after."""
+    scratch = sandbox.private_folder("attn-grade-")  # a killed run's is removed by the next
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = scratch
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = before
+        shutil.rmtree(scratch, ignore_errors=True)

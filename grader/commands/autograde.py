@@ -1,0 +1,340 @@
+"""`python -m grader autograde SUBMISSIONS --out OUT`: grade a class, fairly and in parallel.
+
+SUBMISSIONS holds one folder (or zip) per student, named by student id, with the notebooks
+under their released names (see ``grader.intake.submissions`` for what else is accepted).
+The trusted release is built from ``solutions/`` (``grader.judging.trusted``). For every
+student and notebook, a worker process (one per core) runs ``grader.batch.job.grade``, a pure
+function from the job (the submission's bytes, the trusted facts, the settings) to a result:
+
+1. reads the submission and rebuilds the notebook from the trusted release, taking only
+   answer-cell sources from it (``grader.intake.rebuild``), flagging edits to anything else;
+2. scans the answers for suspicious code, to flag for a human (``grader.intake.scan``);
+3. runs it in a fresh OS sandbox per kernel (``grader.run.sandbox``, ``grader.run.execute``,
+   ``grader.kernel``), with time, memory, process and file limits, surviving crashes cell by
+   cell, with the kernel's records and logs streamed out as they happen (``grader.run.stream``);
+4. judges every test cell OUTSIDE the kernel, in a bounded process (``grader.judging.judge``).
+
+The main process writes everything in OUT: the nbgrader gradebook (``OUT/gradebook.db``;
+course folder ``OUT/nbgrader`` for formgrader, with the autograded notebooks),
+``OUT/grades.csv``, ``OUT/totals.csv``, ``OUT/feedback/`` and ``OUT/report/``
+(``grader.results.report``). Finished notebooks are kept in ``OUT/work/results`` as they arrive:
+SIGTERM or Ctrl-C stop the run cleanly (workers and sandboxes included), and rerunning
+resumes, regrading only what is missing; a killed grader takes its workers and kernels with
+it (parent-death signals). Results are the same on every rerun into the same OUT (hidden
+inputs are seeded from OUT's seed, the student and the notebook: ``grader.seeds``; a new OUT
+draws a fresh seed, ``--seed`` chooses one). Settings come from
+``nbgrader_config.py`` (``c.GraderSettings``, see ``grader.settings``); options override them.
+With ``--scheduler ADDRESS`` the same jobs run on a Dask cluster instead of local worker
+processes (``grader.batch.cluster``); everything else, OUT included, stays the same.
+"""
+
+import json
+import os
+import shutil
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from time import monotonic
+
+from grader import course
+from grader.batch import pool
+from grader.errors import UserError
+from grader.results import out as out_files
+from grader.run import sandbox
+
+TAKES_SETTINGS = True  # grader.cli parses the settings' options (grader.settings.ALIASES)
+
+
+def add_arguments(parser):
+    parser.add_argument("submissions", type=Path, help="folder with one folder or zip per student")
+    parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.add_argument(
+        "--notebooks",
+        nargs="+",
+        metavar="NAME",
+        help="grade only these notebooks (default: every course notebook that "
+        "at least one student submitted); OUT keeps the others' grades",
+    )
+    parser.add_argument(
+        "--students",
+        nargs="+",
+        metavar="NAME",
+        help="grade only these students (folder or zip names in SUBMISSIONS); OUT keeps "
+        "the others' grades",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="regrade everything instead of resuming from OUT/work/results",
+    )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the Dask cluster whose scheduler is at ADDRESS, e.g. "
+        "tcp://head:8786 (default: worker processes on this machine)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _settings(args):
+    settings = args.settings  # checked by traitlets (grader.settings)
+    if settings.sandbox:
+        try:
+            sandbox.check()
+        except sandbox.Unavailable as err:
+            raise UserError(str(err)) from None
+    return settings
+
+
+def _check_paths(args) -> tuple[Path, Path]:
+    subs, out = args.submissions.resolve(), args.out.resolve()
+    if out == subs or subs in out.parents:
+        raise UserError(f"--out {args.out} must not be inside the submissions folder")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {args.out} exists and is not a folder")
+    if out in subs.parents:
+        raise UserError("the submissions folder must not be inside --out")
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"--out {args.out}: {existing} is not writable by you")
+    return subs, out
+
+
+def _answer_ids() -> dict:
+    return {a: {e.grade_id for e in course.exercises(a)} for a in course.assignments()}
+
+
+def _unknown(kind: str, asked: list[str], known: list[str]) -> None:
+    unknown = [n for n in asked if n not in known]
+    if unknown:
+        shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+        raise UserError(f"unknown {kind} {unknown[0]!r}; known {kind}s: {shown}")
+
+
+def _choose_students(args, entries: dict) -> dict:
+    if not args.students:
+        return entries
+    _unknown("student", args.students, sorted(entries))
+    return {name: entries[name] for name in args.students}
+
+
+def _choose(args, students) -> list[str]:
+    known = course.assignments()
+    if args.notebooks:
+        names = [n.removesuffix(".ipynb") for n in args.notebooks]
+        names = [course.FORMER_NAMES.get(n, n) for n in names]
+        _unknown("notebook", names, known)
+        return sorted(set(names), key=known.index)
+    chosen = [a for a in known if any(a in s.notebooks for s in students)]
+    if not chosen:
+        seen = sorted({x for s in students for x in s.extra})[:3]
+        refused = [f"; {s.student}: {s.refused}" for s in students if s.refused]
+        raise UserError(
+            "no submitted file is a course notebook (expected names like "
+            f"{known[0]}.ipynb; found {', '.join(seen) or 'no files'})" + "".join(refused[:1])
+        )
+    return chosen
+
+
+def _with_graded(out: Path, assignments: list[str]) -> list[str]:
+    """``assignments`` and every notebook OUT already holds results of, in course order."""
+    graded = {p.stem for p in (out / out_files.RESULTS).glob("*/*.json")}
+    return [a for a in course.assignments() if a in graded or a in assignments]
+
+
+def _load_result(path: Path):
+    """The result kept at ``path``, or None (none, or unreadable: it is graded again)."""
+    from grader.results.result import Result
+
+    try:
+        return Result.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _jobs(students, assignments, trusted, settings) -> list:
+    from grader.batch.job import Job
+
+    jobs = []
+    for sub in students:
+        for a in assignments:
+            notes = list(sub.notes.get(a, []))
+            if sub.extra:
+                notes.append(f"ignored extra files: {', '.join(sorted(sub.extra)[:8])}")
+            handed = sub.notebooks.get(a)
+            jobs.append(
+                Job(
+                    sub.student,
+                    a,
+                    handed.data if handed else None,
+                    trusted[a],
+                    settings.snapshot(),
+                    tuple(notes),
+                    handed.name if handed else "",
+                    sub.refused,
+                )
+            )
+    return jobs
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _connect(args, settings) -> tuple:
+    """(how to run the jobs, where): the local pool, or the Dask cluster of --scheduler,
+    connected before anything is written (an unreachable scheduler is one line)."""
+    if not args.scheduler:
+        return pool.run_pool, f"with {settings.jobs} workers"
+    try:
+        from grader.batch import cluster
+    except ImportError as err:  # dask is in the instructor's extra, not the learner's set
+        raise UserError(
+            f"--scheduler needs Dask ({err.name} is missing): pip install -e '.[grader]'"
+        ) from None
+    return cluster.connect(args.scheduler), f"on the cluster {args.scheduler}"
+
+
+def _collect(args, entries, out: Path, settings) -> tuple[list, list[str]]:
+    """(students, assignments to grade); a run that cannot start leaves no OUT behind."""
+    from grader.intake import submissions
+
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        students = submissions.collect(
+            entries, course.assignments(), _answer_ids(), out / "work", settings
+        )
+        assignments = _choose(args, students)
+        if args.students and not args.notebooks:  # their record covers the class's notebooks
+            assignments = _with_graded(out, assignments)
+    except UserError:
+        if created:
+            shutil.rmtree(out)
+        raise
+    return students, assignments
+
+
+def _reusable(jobs, out: Path, fresh: bool) -> tuple[dict, list]:
+    """({(student, notebook): result} an earlier run made with the same key, jobs to run)."""
+    from grader.batch.job import job_key
+
+    results, todo = {}, []
+    for job in jobs:
+        previous = (
+            None if fresh else _load_result(out_files.result_path(out, job.student, job.notebook))
+        )
+        if previous and previous.key == job_key(job):
+            results[(job.student, job.notebook)] = previous
+        else:
+            todo.append(job)
+    return results, todo
+
+
+def _writer(out: Path, results: dict):
+    """on_result(job, result): the only writer of OUT while the workers run."""
+    from grader.results import gradebook
+
+    def on_result(job, result):
+        if result.autograded is not None:
+            path = out / "nbgrader" / "autograded" / job.student / job.notebook
+            out_files.write_text(path / f"{job.notebook}.ipynb", result.autograded)
+            result = replace(result, autograded=None)
+        results[(job.student, job.notebook)] = result
+        out_files.write_text(
+            out_files.result_path(out, job.student, job.notebook),
+            json.dumps(result.to_json(), indent=1, sort_keys=True),
+        )
+        gradebook.save(out, result)  # while the workers grade on, not after them
+
+    return on_result
+
+
+def _grade(todo, run_jobs, settings, on_result, progress) -> bool:
+    """Grade ``todo``, longest first; False if `kill` or Ctrl-C stopped it (finished work
+    stays written)."""
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    from grader.batch.job import likely_cost
+
+    previous_term = signal.signal(signal.SIGTERM, stop)
+    todo.sort(key=likely_cost, reverse=True)  # stable: class order among equals
+    try:
+        with pool.workers_scratch():
+            run_jobs(todo, settings.jobs, on_result, progress)
+    except KeyboardInterrupt:
+        return False
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        progress.close()
+    return True
+
+
+def _summary(out: Path, results: dict, graded: str, sandboxed: bool) -> None:
+    """What the run did (``graded``: how many, how long, where), wrote and flagged."""
+    ordered = [results[k] for k in sorted(results)]
+    times = [r.timings["total"] for r in ordered if r.timings.get("execute")]
+    flagged = sorted({r.student for r in ordered if r.flags})
+    print(graded + (f"; {sum(times) / len(times):.1f} s per notebook" if times else ""))
+    if not sandboxed:
+        print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")
+    print(f"wrote {out / 'grades.csv'}, totals.csv, feedback/, report/index.html")
+    if flagged:
+        print(f"flagged for review: {', '.join(flagged)} (reasons in report/index.html)")
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from grader.batch.job import grade
+    from grader.commands import totals
+    from grader.intake import submissions
+    from grader.judging import trusted
+    from grader.results import deadlines, gradebook
+
+    start = monotonic()
+    settings = _settings(args)
+    subs, out = _check_paths(args)
+    if args.notebooks:
+        _choose(args, [])  # unknown names fail before anything is written
+    every_student, ignored = submissions.student_entries(subs)
+    entries = _choose_students(args, every_student)
+    run_jobs, workers = _connect(args, settings)
+    students, assignments = _collect(args, entries, out, settings)
+    settings.seed = out_files.settle_seed(out, settings.seed)  # before any result is made with it
+    models = trusted.models(assignments, settings.release_cache)
+    gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
+    jobs = _jobs(students, assignments, models, settings)
+    deadlines.record_submissions(out, students, entries, assignments)
+
+    results, todo = _reusable(jobs, out, args.fresh)
+    reused, kept = len(results), set(results)
+    on_result = _writer(out, results)
+    for job in [j for j in todo if j.submission is None]:  # nothing to run: no worker needed
+        todo.remove(job)
+        on_result(job, grade(job))
+    progress = tqdm(total=len(jobs), initial=len(results), desc="grading", unit="notebook",
+                    disable=True if args.quiet else None, file=sys.stderr)  # fmt: skip
+    if not _grade(todo, run_jobs, settings, on_result, progress):
+        print(
+            f"interrupted: {len(results)} graded notebooks are kept in {out / out_files.RESULTS}; "
+            "run the same command again to finish",
+            file=sys.stderr,
+        )
+        return 130
+
+    for key in sorted(kept):  # an earlier run may have stopped before its gradebook was done
+        gradebook.save(out, results[key])
+    # OUT's outputs cover the whole class: this run's results and those an earlier run kept
+    # for students or notebooks not chosen now (--students, --notebooks).
+    totals.write_run(out, sorted(every_student), ignored)
+    totals.rewrite(out, settings)
+    graded = (
+        f"graded {_count(len(jobs), 'notebook')} of {_count(len(students), 'student')} in "
+        f"{monotonic() - start:.1f} s {workers} ({reused} reused from an earlier run)"
+    )
+    _summary(out, results, graded, settings.sandbox)
+    return 0

@@ -1,0 +1,173 @@
+"""`python -m grader export OUT [--roster ROSTER]`: the final grades, for an LMS.
+
+Points are the autograded ones plus those entered in formgrader, read fresh (as
+``grader.commands.totals`` does). Two files:
+
+- ``--canvas`` (default ``OUT/canvas_grades.csv``): a Canvas gradebook import. Canvas's
+  leading columns ``Student, ID, SIS User ID, SIS Login ID, Section`` (how it matches a row to
+  a student), then one column per notebook, and under the header a ``Points Possible`` row
+  with each notebook's maximum. Canvas makes a new assignment for a column name it does not
+  know.
+- ``--long`` (default ``OUT/grades_long.csv``): ``student, assignment, points, max,
+  late_hours, late_penalty``, one row per student and notebook (``late_*`` blank without a
+  due date or a submission; the penalty is already taken off ``points``).
+
+A notebook with a written answer still to grade is left blank in both (no points are sent
+for it) and listed. The roster (optional) is a CSV with a ``student`` column (the
+folder names of the submissions) and any of ``name, id, sis_user_id, sis_login_id,
+section``; without it the ID columns are blank and Canvas can match rows by the Student
+column only. Every roster student gets a row: one with no graded work gets 0 for every
+notebook (``--absent blank``: blank cells). Students graded but not in the roster keep
+their rows (ID columns blank) and are listed on stderr and in ``OUT/not_in_roster.txt``.
+"""
+
+import csv
+import sys
+from pathlib import Path
+
+from grader import course
+from grader.commands.totals import current
+from grader.errors import UserError
+from grader.results import csvfile
+from grader.results.deadlines import LATE_ROW
+
+TAKES_SETTINGS = True  # the late policy (grader.settings), as `grader totals` applies it
+
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+POINTS_POSSIBLE = "    Points Possible"  # as Canvas's own gradebook export writes it
+ROSTER_COLUMNS = {  # roster column -> Canvas column
+    "name": "Student",
+    "id": "ID",
+    "sis_user_id": "SIS User ID",
+    "sis_login_id": "SIS Login ID",
+    "section": "Section",
+}
+LONG_COLUMNS = ["student", "assignment", "points", "max", "late_hours", "late_penalty"]
+
+
+def add_arguments(parser):
+    parser.add_argument("out", type=Path, help="the OUT folder of a grading run")
+    parser.add_argument("--canvas", type=Path, help="Canvas CSV (default: OUT/canvas_grades.csv)")
+    parser.add_argument("--long", type=Path, help="long CSV (default: OUT/grades_long.csv)")
+    parser.add_argument("--roster", type=Path, help="CSV: student,name,id,sis_user_id,...")
+    parser.add_argument(
+        "--absent",
+        choices=["zero", "blank"],
+        default="zero",
+        help="what a roster student with no graded work gets for each notebook (default: zero)",
+    )
+
+
+def read_roster(path: Path) -> dict[str, dict]:
+    """{student folder name: {Canvas column: value}}, or a one-line error."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            header = [h.strip() for h in reader.fieldnames or []]
+            rows = [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise UserError(f"cannot read the roster {path}: {err}") from None
+    unknown = [h for h in header if h != "student" and h not in ROSTER_COLUMNS]
+    if "student" not in header or unknown:
+        raise UserError(
+            f"roster {path}: columns must be student and any of {', '.join(ROSTER_COLUMNS)}"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else " (no student column)")
+        )
+    roster: dict[str, dict] = {}
+    for row in rows:
+        if row["student"] in roster:
+            raise UserError(f"roster {path}: student {row['student']!r} is listed twice")
+        roster[row["student"]] = {ROSTER_COLUMNS[k]: v for k, v in row.items() if k != "student"}
+    return roster
+
+
+def notebook_points(grade_rows: list[dict]) -> tuple[dict, list[str]]:
+    """({(student, notebook): points, or "" while a written answer waits}, [what waits])."""
+    points: dict = {}
+    pending = []
+    for row in grade_rows:
+        key = (row["student"], row["notebook"])
+        so_far = points.setdefault(key, 0.0)
+        if row["points"] == "":
+            points[key] = ""
+            pending.append(f"{row['student']} {row['notebook']} ({row['exercise']})")
+        elif so_far != "":
+            points[key] = so_far + float(row["points"])
+    return points, pending
+
+
+def _num(value) -> str:
+    return "" if value == "" else f"{value:g}"
+
+
+def write_canvas(path: Path, students, notebooks, points, maxima, roster) -> None:
+    rows = [[POINTS_POSSIBLE, "", "", "", ""] + [_num(maxima[n]) for n in notebooks]]
+    for student in students:
+        ids = {"Student": student, **roster.get(student, {})}
+        rows.append(
+            [ids.get(c, "") for c in CANVAS_COLUMNS]
+            + [_num(points[(student, n)]) for n in notebooks]
+        )
+    csvfile.write(path, CANVAS_COLUMNS + notebooks, rows)
+
+
+def write_long(path: Path, students, notebooks, points, maxima, late) -> None:
+    rows = (
+        [student, n, _num(points[(student, n)]), _num(maxima[n]), *late.get((student, n), ("", ""))]
+        for student in students
+        for n in notebooks
+    )
+    csvfile.write(path, LONG_COLUMNS, rows)
+
+
+def late_columns(grade_rows: list[dict], extra: dict) -> dict:
+    """{(student, notebook): (hours late, points taken off)} of notebooks with a due date."""
+    taken = {(r["student"], r["notebook"]): r["points"].lstrip("-")
+             for r in grade_rows if r["exercise"] == LATE_ROW}  # fmt: skip
+    return {
+        key: (f"{e['late_hours']:.2f}", taken.get(key, "0"))
+        for key, e in extra.items()
+        if e.get("late_hours") is not None
+    }
+
+
+def _report_roster(out: Path, students: list[str], roster: dict, absent: str) -> None:
+    missing = [s for s in students if s not in roster]
+    listing = out / "not_in_roster.txt"
+    listing.write_text("".join(f"{s}\n" for s in missing))
+    if missing:
+        print(f"graded but not in the roster (ID columns blank; listed in {listing}): "
+              f"{', '.join(missing)}", file=sys.stderr)  # fmt: skip
+    no_work = sorted(set(roster) - set(students))
+    if no_work:
+        given = "0 for every notebook" if absent == "zero" else "left blank: --absent blank"
+        print(f"in the roster with no graded work ({given}): {', '.join(no_work)}")
+
+
+def run(args) -> int:
+    roster = read_roster(args.roster) if args.roster else {}
+    _, grade_rows, notebooks, extra = current(args.out, args.settings)
+    points, pending = notebook_points(grade_rows)
+    maxima = {n: sum(e.max_points for e in course.exercises(n)) for n in notebooks}
+    graded = sorted({s for s, _ in points})
+    for student in set(roster) - set(graded):
+        points.update({(student, n): 0.0 if args.absent == "zero" else "" for n in notebooks})
+    students = sorted({s for s, _ in points})
+    canvas = args.canvas or args.out / "canvas_grades.csv"
+    long = args.long or args.out / "grades_long.csv"
+    write_canvas(canvas, students, notebooks, points, maxima, roster)
+    write_long(long, students, notebooks, points, maxima, late_columns(grade_rows, extra))
+    print(f"wrote {canvas} (Canvas gradebook import) and {long}: {len(students)} students")
+    if not args.roster:
+        print(
+            "no --roster: the ID, SIS User ID, SIS Login ID and Section columns are blank, so "
+            "Canvas can match rows by the Student column (the submission folder names) only"
+        )
+    else:
+        _report_roster(args.out, graded, roster, args.absent)
+    if pending:
+        print(
+            f"left blank, written answers still to grade: {'; '.join(pending)} "
+            f"(`make formgrader OUT={args.out}`, then export again)"
+        )
+    return 0

@@ -1,0 +1,161 @@
+"""`python -m grader totals OUT`: carry hand-entered points into OUT's outputs, fast.
+
+Formgrader saves the points an instructor gives a written answer in ``OUT/gradebook.db``.
+This command rewrites ``grades.csv``, ``totals.csv``, ``feedback/`` and ``report/`` from the
+graded results the last grading run kept in ``OUT/work/results`` plus those scores and
+formgrader's comments: no notebook runs (``make bench`` p5 times it against a regrade).
+Every student the last run saw gets a row for every notebook of the class, "not graded yet"
+when OUT holds no result for it. Due dates, extensions and the late policy are applied as
+the settings are now (``grader.results.deadlines``), so changing them needs only this command.
+"""
+
+import json
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+from grader import course
+from grader.errors import UserError
+from grader.results import deadlines, gradebook, messages, report
+from grader.results import out as out_files
+from grader.results.result import NO_RESULT, Result, Row
+
+TAKES_SETTINGS = True  # the late policy (grader.settings), from the command line too
+
+
+def add_arguments(parser):
+    parser.add_argument("out", type=Path, help="the OUT folder of a grading run")
+
+
+def write_run(out: Path, students: list[str], ignored: list[str]) -> None:
+    """What the last grading run saw of SUBMISSIONS, for `rewrite` (and so for this command)."""
+    text = json.dumps({"students": students, "ignored": ignored}, indent=1)
+    out_files.write_text(out / out_files.RUN, text + "\n")
+
+
+def _last_run(out: Path) -> dict:
+    path = out / out_files.RUN
+    return json.loads(path.read_text()) if path.is_file() else {"ignored": []}
+
+
+def load_results(out: Path) -> list[Result]:
+    """The graded results in ``OUT/work/results`` of the students in SUBMISSIONS at the last
+    grading run, sorted by student and notebook."""
+    folder = out / out_files.RESULTS
+    students = _last_run(out).get("students")
+    results = []
+    for path in sorted(folder.glob("*/*.json")):
+        if students is not None and path.parent.name not in students:
+            continue
+        try:
+            results.append(Result.from_json(json.loads(path.read_text())))
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{path} is damaged: rerun `make grade` for this class") from None
+    if not results or not (out / "gradebook.db").is_file():
+        raise UserError(
+            f"{out} holds no graded class (no gradebook.db or work/results): "
+            "grade it first with `make grade SUBMISSIONS=... OUT=...`"
+        )
+    return sorted(results, key=lambda r: (r.student, r.notebook))
+
+
+def complete(results: list[Result], students: list[str] | None) -> list[Result]:
+    """``results`` plus a "not graded yet" result for each student and class notebook OUT
+    has none for (a student graded alone, a notebook graded for some), so every record
+    has every notebook's maximum."""
+    have = {(r.student, r.notebook) for r in results}
+    notebooks = sorted({n for _, n in have})
+    added = [
+        _no_result_yet(student, notebook)
+        for student in sorted(set(students or []) | {s for s, _ in have})
+        for notebook in notebooks
+        if (student, notebook) not in have
+    ]
+    return sorted(results + added, key=lambda r: (r.student, r.notebook))
+
+
+def _no_result_yet(student: str, notebook: str) -> Result:
+    rows = tuple(
+        Row(e.grade_id, 0.0, e.max_points, messages.NO_RESULT_YET, e.autograded)
+        for e in course.exercises(notebook)
+    )
+    return Result(student, notebook, NO_RESULT, rows, flags=(), notes=(), sandboxed=True)
+
+
+def hand_grading(out: Path) -> tuple[dict, dict]:
+    """({(student, assignment): {grade_id: points}} of every written answer given points in
+    formgrader, {(student, assignment): {grade_id: comment}} of every comment typed there),
+    read in one gradebook session (one per notebook was the slow part)."""
+    scores: dict = {}
+    comments: dict = {}
+    with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                key = (submission.student.id, assignment.name)
+                mine, said = scores.setdefault(key, {}), comments.setdefault(key, {})
+                for notebook in submission.notebooks:
+                    mine.update(
+                        (g.name, float(g.manual_score))
+                        for g in notebook.grades
+                        if g.cell.cell_type == "markdown" and g.manual_score is not None
+                    )
+                    said.update(
+                        (c.name, c.manual_comment) for c in notebook.comments if c.manual_comment
+                    )
+    return scores, comments
+
+
+def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dict]:
+    """(results, grades.csv rows with today's hand-entered points and comments and late
+    penalties, notebooks in course order, {(student, notebook): feedback extras})."""
+    results = complete(load_results(out), _last_run(out).get("students"))
+    manual, comments = hand_grading(out)
+    graded = {r.notebook for r in results}
+    notebooks = [a for a in course.assignments() if a in graded]
+    times = deadlines.load_times(out)
+    lates = {}
+    for r in results:
+        key = (r.student, r.notebook)
+        if report.submitted(r):
+            lates[key] = deadlines.lateness(settings, *key, times)
+    penalised = {k: v for k, v in lates.items() if v and v["fraction"]}
+    grade_rows = report.rows(results, manual, comments, penalised)
+    extra = {}
+    for key in {(r.student, r.notebook) for r in results}:
+        exercises = {e.grade_id for e in course.exercises(key[1])}
+        late = lates.get(key)
+        extra[key] = {
+            "handed": deadlines.describe(late) if late else "",
+            "late_hours": late["hours"] if late else None,
+            "comments": [c for g, c in comments.get(key, {}).items() if g not in exercises],
+        }
+    return results, grade_rows, notebooks, extra
+
+
+def rewrite(out: Path, settings) -> list[dict]:
+    """Rewrite OUT's outputs from the kept results and the gradebook; return the grade rows."""
+    results, grade_rows, notebooks, extra = current(out, settings)
+    total_rows = report.totals(grade_rows, notebooks)
+    report.write_grades(out, grade_rows)
+    report.write_totals(out, total_rows, notebooks)
+    report.write_feedback(out, grade_rows, results, extra)
+    report.write_class_report(out, grade_rows, total_rows, results, _last_run(out)["ignored"])
+    return grade_rows
+
+
+def run(args) -> int:
+    rows = rewrite(args.out, args.settings)
+    written = [r for r in rows if r["exercise"] in _written_ids()]
+    pending = [r for r in written if r["points"] == ""]
+    print(
+        f"updated {args.out / 'totals.csv'}, grades.csv, feedback/ and report/: "
+        f"{len(written) - len(pending)} of {len(written)} written answers have points"
+        + (f"; {len(pending)} still to grade (`make formgrader OUT={args.out}`)" if pending else "")
+    )
+    return 0
+
+
+def _written_ids() -> set[str]:
+    return {
+        e.grade_id for a in course.assignments() for e in course.exercises(a) if not e.autograded
+    }

@@ -1,0 +1,198 @@
+"""An LMS's bulk download, laid out as grading expects: ``SUBMISSIONS/<student>/<file>``.
+
+Canvas's "Download Submissions" zip names each file
+``<sortable name>_[LATE_]<Canvas user id>_<submission id>_<file as handed in>`` (a file
+handed in again gets ``-1``, ``-2``... before its extension); Moodle's "Download all
+submissions" puts each in ``<Full Name>_<participant id>_assignsubmission_file_/<file>``.
+``c.GraderSettings.lms`` picks one, ``c.GraderSettings.lms_pattern`` (a regular expression
+with the groups ``file`` and ``id`` or ``name``) reads any other naming. Each file goes to
+the roster student (``grader export``'s roster CSV) whose ``id`` or ``sis_user_id`` is the
+id in its name, else whose name (``name`` column, or the student id itself) it carries,
+in either order and without spaces, as Canvas writes it. A student's latest file (the
+zip's time, then the resubmission number) of each name is kept; every file left out says
+why. The zip is hostile input: members are streamed within the run's unpack budgets
+(``batch_unpack_mb``, ``batch_unpack_files``), only stored or deflated, never a link.
+Everything is unpacked into a hidden staging folder first and moved into SUBMISSIONS at
+the end, so an interrupted collect leaves SUBMISSIONS as it was; rerunning is safe.
+"""
+
+import os
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader.errors import UserError
+from grader.intake.submissions import (
+    CHUNK,
+    MB,
+    METHODS,
+    UNREADABLE,
+    Budget,
+    OverBudget,
+    directory_bytes,
+)
+
+PATTERNS = {
+    "canvas": r"(?:.*/)?(?P<name>[^/_]+)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>[^/]+)",
+    "moodle": r"(?:.*/)?(?P<name>[^/_]+)_(?P<id>\d+)_assignsubmission_[a-z]+_/?(?P<file>[^/]+)",
+}
+RESUBMITTED = re.compile(r"-(\d+)(?=\.[^./]+$)")  # Canvas's "-1" of a file handed in again
+STAGING = ".collecting"  # in SUBMISSIONS; intake skips hidden names
+
+
+@dataclass(frozen=True)
+class Member:
+    student: str
+    file: str  # the name it is written under
+    info: zipfile.ZipInfo
+
+    @property
+    def order(self) -> tuple:
+        again = RESUBMITTED.search(self.info.filename.rpartition("/")[2])
+        return (self.info.date_time, int(again.group(1)) if again else 0)
+
+
+@dataclass
+class Collected:
+    files: dict = field(default_factory=dict)  # student -> [file names written]
+    older: list = field(default_factory=list)  # members left out for a later one
+    unmatched: list = field(default_factory=list)  # (member, why)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def name_keys(student: str, name: str) -> set[str]:
+    """The forms a roster student's name takes in a file name: its words run together in
+    any rotation ("Ada Lovelace" and "Lovelace, Ada" both give adalovelace, lovelaceada),
+    and the student id's."""
+    keys = {"".join(_words(student))}
+    words = _words(name)
+    keys |= {"".join(words[i:] + words[:i]) for i in range(len(words))}
+    return keys - {""}
+
+
+class RosterIndex:
+    """Finds the roster student a file name's id or name belongs to."""
+
+    def __init__(self, roster: dict[str, dict]):
+        self.by_id: dict[str, set] = {}
+        self.by_name: dict[str, set] = {}
+        for student, columns in roster.items():
+            for key in (columns.get("ID"), columns.get("SIS User ID")):
+                if key:
+                    self.by_id.setdefault(key, set()).add(student)
+            for key in name_keys(student, columns.get("Student", "")):
+                self.by_name.setdefault(key, set()).add(student)
+
+    def student(self, found: dict) -> tuple[str | None, str]:
+        """(the student, "") or (None, why not)."""
+        ids = self.by_id.get(found.get("id") or "", set())
+        names = self.by_name.get("".join(_words(found.get("name") or "")), set())
+        match = ids or names
+        if len(match) == 1:
+            return next(iter(match)), ""
+        if match:
+            return None, f"matches {len(match)} roster students: {', '.join(sorted(match))}"
+        return None, "no roster student has its id or name"
+
+
+def read_members(archive: Path, pattern: str, index: RosterIndex, done: Collected) -> list:
+    """The zip's members that belong to a roster student, as Members; the rest go to
+    ``done.unmatched``."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            infos = zf.infolist()
+    except UNREADABLE as err:
+        raise UserError(f"{archive} is not a readable zip ({type(err).__name__})") from None
+    members = []
+    for info in infos:
+        name = info.filename.replace("\\", "/")
+        found = re.fullmatch(pattern, name)
+        if info.is_dir() or "__MACOSX/" in name or name.rpartition("/")[2].startswith("."):
+            continue
+        why = _unsafe(info, name) or ("" if found else "its name does not follow the pattern")
+        student = None
+        if not why:
+            student, why = index.student(found.groupdict())
+        if why:
+            done.unmatched.append((name, why))
+            continue
+        file = RESUBMITTED.sub("", found.group("file"))
+        if "/" in file or file.startswith(".") or not file.strip():
+            done.unmatched.append((name, f"no file name to keep ({file!r})"))
+            continue
+        members.append(Member(student, file, info))
+    return members
+
+
+def _unsafe(info: zipfile.ZipInfo, name: str) -> str:
+    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+        return "a link"
+    if info.compress_type not in METHODS:
+        return "neither stored nor deflated"
+    if name.startswith("/") or ".." in name.split("/"):
+        return "an unsafe path"
+    return ""
+
+
+def latest(members: list[Member], done: Collected) -> list[Member]:
+    """Each student's latest member of each file name; the others go to ``done.older``."""
+    chosen: dict[tuple, Member] = {}
+    for m in sorted(members, key=lambda m: m.order):
+        older = chosen.get((m.student, m.file))
+        if older is not None:
+            done.older.append(older.info.filename)
+        chosen[(m.student, m.file)] = m
+    return sorted(chosen.values(), key=lambda m: (m.student, m.file))
+
+
+def collect(archive: Path, roster: dict[str, dict], submissions: Path, settings) -> Collected:
+    """Lay out ``archive`` (an LMS bulk download) in ``submissions`` for ``roster``'s
+    students; see the module's doc."""
+    pattern = settings.lms_pattern or PATTERNS[settings.lms]
+    done = Collected()
+    chosen = latest(read_members(archive, pattern, RosterIndex(roster), done), done)
+    staging = submissions / STAGING
+    shutil.rmtree(staging, ignore_errors=True)  # an interrupted collect's
+    budget = Budget(
+        settings.batch_unpack_mb * MB,
+        settings.batch_unpack_files,
+        f"it unpacks to more than {settings.batch_unpack_mb} MB (c.GraderSettings.batch_unpack_mb)",
+        f"it holds more than {settings.batch_unpack_files} files "
+        "(c.GraderSettings.batch_unpack_files)",
+    )
+    try:
+        budget.admit_directory(directory_bytes(archive))
+        with zipfile.ZipFile(archive) as zf:
+            for m in chosen:
+                _unpack(zf, m, staging / m.student / m.file, budget)
+        for m in chosen:
+            target = submissions / m.student / m.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / m.student / m.file, target)
+            done.files.setdefault(m.student, []).append(m.file)
+    except OverBudget as err:
+        raise UserError(f"{archive}: nothing collected: {err}") from None
+    except UNREADABLE as err:
+        raise UserError(f"{archive}: nothing collected: a damaged member ({err})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return done
+
+
+def _unpack(zf: zipfile.ZipFile, m: Member, target: Path, budget) -> None:
+    """One member, streamed within ``budget``, with the zip's time as its modification time
+    (what grader.results.deadlines reads when no timestamp.txt comes with it)."""
+    budget.charge(n_files=1)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zf.open(m.info) as src, open(target, "wb") as out:
+        while chunk := src.read(CHUNK):
+            budget.charge(n_bytes=len(chunk))  # before it is written
+            out.write(chunk)
+    when = datetime(*m.info.date_time, tzinfo=UTC).timestamp()
+    os.utime(target, (when, when))

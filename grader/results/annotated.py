@@ -1,0 +1,117 @@
+"""The learner's own notebook, annotated: each check's message under its cell and the points
+of each exercise under its answer (``feedback/<student>/<notebook>.html``, linked from
+``feedback/<student>.html``), as nbgrader's ``generate_feedback`` gives, beside the
+exercise table.
+
+Built from the graded notebook (``OUT/nbgrader/autograded``: the trusted release with the
+learner's answers in it, so test cells hold the release's visible calls only, never a hidden
+test) and from the result and grade rows. Cell outputs are never shown: once a hidden input
+has reached the kernel, any later output could quote it (README, "What the sandbox
+guarantees"); under a test cell is the judge's verdict only, the message grades.csv has.
+Markdown is shown as its text, escaped (a learner's written answer is theirs to type, HTML
+included), with `code` spans as code.
+"""
+
+import html
+import json
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import nbformat
+
+from grader.course import grade_id
+from grader.results import out as out_files
+
+STYLE = """<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;
+color:#222}.cell{margin:.6rem 0}pre{background:#f6f6f6;padding:.5rem;overflow-x:auto;
+white-space:pre-wrap}.md{white-space:pre-wrap;padding:.2rem .5rem}.pass{color:#176b2c}
+.fail{color:#a1221b}.points{border-left:4px solid #888;padding:.3rem .6rem;background:#fafafa}
+</style>"""
+
+
+def graded_notebook_path(out: Path, student: str, notebook: str) -> Path:
+    return out / "nbgrader" / "autograded" / student / notebook / f"{notebook}.ipynb"
+
+
+def safe_name(student: str) -> str:
+    """A student id as a feedback file's name: characters other than letters, digits and
+    ``-_.`` replaced by ``_`` (an id may be any folder name)."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student)
+    return safe if safe.strip(".") else "_"  # never "." or "..": it names a folder too
+
+
+def page_path(out: Path, student: str, notebook: str) -> Path:
+    return out / "feedback" / safe_name(student) / f"{notebook}.html"
+
+
+def link(student: str, notebook: str) -> str:
+    """The page's address relative to ``feedback/<student>.html``."""
+    return f"{quote(safe_name(student))}/{quote(notebook)}.html"
+
+
+CODE = re.compile(r"`([^`]+)`")
+
+
+def message_html(text: str) -> str:
+    """Text as HTML: escaped, its `code` spans as <code>."""
+    return CODE.sub(r"<code>\1</code>", html.escape(text))
+
+
+def paragraphs(text: str) -> str:
+    """A comment as HTML that keeps its paragraphs (blank lines) and line breaks."""
+    parts = re.split(r"\n\s*\n", text.strip())
+    return "".join(f"<p>{html.escape(p).replace(chr(10), '<br>')}</p>" for p in parts)
+
+
+def _verdict(test: dict) -> str:
+    if test["points"] >= test["max_points"]:
+        return "<div class='pass'>✓ passed</div>"
+    return f"<div class='fail'>✗ {message_html(test['message'])}</div>"
+
+
+def _points(row: dict) -> str:
+    shown = "pending" if row["points"] == "" else row["points"]
+    lines = [f"<b>{html.escape(row['exercise'])}</b>: {shown} / {row['max_points']} points"]
+    if row.get("by_hand"):
+        lines.append("(points given by your instructor)")
+    if row["message"]:
+        lines.append(message_html(row["message"]))
+    if row["comment"]:
+        lines.append(f"<b>Comment from your instructor:</b> {paragraphs(row['comment'])}")
+    return "<div class='points'>" + "<br>".join(lines) + "</div>"
+
+
+def render(notebook_json: str, title: str, tests: dict, rows: list[dict]) -> str:
+    """The page: every cell's source in order; under a test cell its verdict (``tests``: the
+    result's {test id: {points, max_points, message}}), under an answer cell its grade row."""
+    cells = nbformat.from_dict(json.loads(notebook_json)).cells  # as graded: no validation
+    by_exercise = {r["exercise"]: r for r in rows}
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for cell in cells:
+        source = "".join(cell.source)  # a file keeps it as a list of lines
+        if cell.cell_type == "markdown":
+            body.append(f"<div class='cell md'>{message_html(source)}</div>")
+        else:
+            body.append(f"<div class='cell'><pre>{html.escape(source)}</pre></div>")
+        gid = grade_id(cell)
+        if gid in tests:
+            body.append(_verdict(tests[gid]))
+        if gid in by_exercise:
+            body.append(_points(by_exercise[gid]))
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
+        f"{html.escape(title)}</title>{STYLE}</head><body>{''.join(body)}</body></html>\n"
+    )
+
+
+def write(out: Path, result, rows: list[dict]) -> bool:
+    """Write one graded notebook's page; False when OUT holds no graded notebook for it
+    (not submitted, not graded)."""
+    path = graded_notebook_path(out, result.student, result.notebook)
+    if not result.tests or not path.is_file():
+        return False
+    title = f"{result.notebook}: {result.student}'s notebook, with the checks' messages"
+    page = render(path.read_text(encoding="utf-8"), title, result.tests, rows)
+    out_files.write_text(page_path(out, result.student, result.notebook), page)
+    return True

@@ -1,0 +1,57 @@
+"""Every CSV the grader writes, through one helper: no cell opens as a spreadsheet formula.
+
+A student id, a message or a flag can be text a student chose, e.g. a folder named
+``=HYPERLINK(...)``. Excel, LibreOffice and Google Sheets run a cell that starts with
+``= + - @`` (or a tab or carriage return before one) as a formula, so such a cell is written
+with a ``'`` in front (OWASP's advice), and so is one that already starts with ``'``: then
+:func:`original` gives back exactly the text that was written, and :func:`read` maps every
+student id to the same student as before. Numbers stay numbers ("-1.5" is not a formula).
+"""
+
+import csv
+from pathlib import Path
+
+from grader.results import out as out_files
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+QUOTE = "'"
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text == text.strip()
+
+
+def safe(value):
+    """``value`` as a cell no spreadsheet runs; numbers (and numeric text) unchanged."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = "" if value is None else str(value)
+    if text.startswith(QUOTE) or (text.startswith(FORMULA_STARTS) and not _number(text)):
+        return QUOTE + text
+    return text
+
+
+def original(text: str) -> str:
+    """The text :func:`safe` was given (for cells read back from a file written here)."""
+    return text[1:] if text.startswith(QUOTE) else text
+
+
+def write(path: Path, columns: list[str], rows, encoding: str = "utf-8") -> None:
+    """Write ``columns`` then ``rows`` (dicts by column name, or sequences) to ``path``,
+    replacing it at once (an interrupted write leaves the old file)."""
+    with out_files.replaced(path) as tmp, open(tmp, "w", newline="", encoding=encoding) as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow([safe(c) for c in columns])
+        for row in rows:
+            cells = [row.get(c, "") for c in columns] if isinstance(row, dict) else row
+            writer.writerow([safe(c) for c in cells])
+
+
+def read(path: Path) -> list[dict]:
+    """The rows of a CSV written by :func:`write`, as dicts of the original texts."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{original(k): original(v) for k, v in row.items()} for row in csv.DictReader(fh)]

@@ -1,0 +1,174 @@
+"""Due dates, extensions and the late policy (``c.GraderSettings`` in ``nbgrader_config.py``).
+
+A submission's time is, in this order: the time the workshop server's exchange received it
+(a record in ``OUT/work/received/``, written by ``hub.instructor.ReceivedCollect`` from the
+file system's change times, which no student can set); nbgrader's ``timestamp.txt``
+(``nbgrader submit`` writes it) next to the notebook, in the student's notebook folder or in
+the student's folder; else the handed-in file's modification time (a zip's own, for a
+notebook inside a zip). The last two are written on the student's side, so a student can
+forge them (README, "What is best-effort"). Each time keeps its source, which feedback states.
+``grader autograde`` records the times in ``OUT/work/times.json``; ``grader totals`` applies
+the policy of the settings as they are then, so a changed due date or a new extension needs
+only ``make totals``.
+"""
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import dateutil.parser
+from nbgrader.utils import parse_utc
+
+from grader.errors import UserError
+from grader.results import out as out_files
+
+STAMP = "timestamp.txt"
+LATE_ROW = "late_penalty"  # the grades.csv row of a late notebook's penalty
+
+
+def parse_due(text: str) -> datetime:
+    """A due date as written in the settings, as aware UTC; no zone given means UTC."""
+    try:
+        when = dateutil.parser.parse(text)
+    except (ValueError, OverflowError):
+        raise UserError(
+            f"due date {text!r} is not a date (e.g. '2026-12-10 17:00 +01:00')"
+        ) from None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _stamp_time(path: Path) -> datetime | None:
+    try:
+        return parse_utc(path.read_text().strip()).replace(tzinfo=UTC)
+    except (OSError, ValueError, OverflowError):
+        return None  # unreadable: fall back to the file time
+
+
+def submission_time(entry: Path, assignment: str, handed_name: str) -> dict:
+    """{"time": ISO UTC, "source": ...} of one handed-in notebook; ``entry`` is the student's
+    folder or zip in SUBMISSIONS, ``handed_name`` the file's name as submitted."""
+    handed = next(entry.rglob(handed_name), None) if entry.is_dir() else None
+    folders = [handed.parent] if handed else []
+    folders += [entry / assignment, entry] if entry.is_dir() else []
+    for folder in folders:
+        if (when := _stamp_time(folder / STAMP)) is not None:
+            return {"time": when.isoformat(), "source": f"{STAMP} of the submission"}
+    path = handed or entry
+    when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return {"time": when.isoformat(), "source": f"modification time of {path.name}"}
+
+
+RECEIVED = "file-system time of the hub's exchange"
+
+
+def received_record(out: Path, student: str, assignment: str) -> Path:
+    """Where the hub records when its exchange received ``student``'s ``assignment``."""
+    return out / out_files.WORK / "received" / student / f"{assignment}.json"
+
+
+def write_received(path: Path, when: datetime) -> None:
+    out_files.write_text(path, json.dumps({"time": when.isoformat(), "source": RECEIVED}) + "\n")
+
+
+def received(out: Path, student: str, assignment: str) -> dict | None:
+    """The hub's record of ``student``'s ``assignment`` ({time, source}), if any."""
+    try:
+        return json.loads(received_record(out, student, assignment).read_text())
+    except (OSError, ValueError):
+        return None  # not collected from the hub's exchange
+
+
+def times_path(out: Path) -> Path:
+    return out / out_files.WORK / "times.json"
+
+
+def load_times(out: Path) -> dict:
+    try:
+        return json.loads(times_path(out).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def extension_hours(settings, student: str, notebook: str) -> float:
+    """``extensions[student]``: hours for every notebook, or {notebook: hours}."""
+    given = settings.extensions.get(student, 0)
+    hours = given.get(notebook, 0) if isinstance(given, dict) else given
+    try:
+        return float(hours)
+    except (TypeError, ValueError):
+        raise UserError(f"extension of {student!r}: {hours!r} is not a number of hours") from None
+
+
+def due(settings, student: str, notebook: str) -> datetime | None:
+    text = settings.due_dates.get(notebook)
+    if not text:
+        return None
+    return parse_due(text) + timedelta(hours=extension_hours(settings, student, notebook))
+
+
+def penalty_fraction(settings, hours_late: float) -> float:
+    """The share of the notebook's maximum taken off (1 is everything)."""
+    if hours_late <= 0 or settings.late_policy == "none":
+        return 0.0
+    if settings.late_policy == "refuse":
+        return 1.0
+    units = math.ceil(hours_late / (24 if settings.late_policy == "per_day" else 1))
+    return min(1.0, units * settings.late_penalty)
+
+
+def lateness(settings, student: str, notebook: str, times: dict) -> dict | None:
+    """How late one notebook was: {hours, due, time, source, fraction, policy}; None without
+    a due date or a recorded time (not submitted)."""
+    deadline = due(settings, student, notebook)
+    stamp = times.get(student, {}).get(notebook)
+    if deadline is None or stamp is None:
+        return None
+    hours = (datetime.fromisoformat(stamp["time"]) - deadline).total_seconds() / 3600
+    return {
+        "hours": max(hours, 0.0),
+        "due": deadline,
+        "time": datetime.fromisoformat(stamp["time"]),
+        "source": stamp["source"],
+        "fraction": penalty_fraction(settings, hours),
+        "policy": settings.late_policy,
+    }
+
+
+def describe(late: dict) -> str:
+    """One line for the learner: when it was due, when handed in (and how we know)."""
+    when = f"Handed in {late['time']:%Y-%m-%d %H:%M} UTC ({late['source']})"
+    due_at = f"due {late['due']:%Y-%m-%d %H:%M} UTC"
+    if late["hours"] <= 0:
+        return f"{when}, {due_at}: on time."
+    late_by = f"{when}, {due_at}: {_duration(late['hours'])} late"
+    if late["policy"] == "refuse":
+        return f"{late_by}; late work is not accepted, so it scores 0."
+    if late["fraction"]:
+        return f"{late_by}; penalty {late['fraction']:.0%} of the notebook's points."
+    return f"{late_by}; no penalty."
+
+
+def _duration(hours: float) -> str:
+    if hours < 48:
+        n = math.ceil(hours)
+        return f"{n} hour" + ("s" if n != 1 else "")
+    n = math.ceil(hours / 24)
+    return f"{n} days"
+
+
+def record_submissions(out: Path, students: list, entries: dict, assignments: list[str]) -> None:
+    """Record the time of each notebook handed in by ``students`` (intake's Submissions);
+    a chosen notebook a student no longer hands in loses its old time."""
+    times = load_times(out)
+    for sub in students:
+        mine = times.setdefault(sub.student, {})
+        for a in assignments:
+            handed = sub.notebooks.get(a)
+            if handed is None:
+                mine.pop(a, None)
+            else:
+                mine[a] = received(out, sub.student, a) or submission_time(
+                    entries[sub.student][0], a, handed.name
+                )
+    out_files.write_text(times_path(out), json.dumps(times, indent=1, sort_keys=True) + "\n")
