@@ -14,8 +14,8 @@ TEST_STAMP := $(VENV)/.test-installed
 SUBMISSIONS ?= submitted
 OUT ?= out
 
-.PHONY: setup grader-setup test-setup lab update reset test test-fast release grade formgrader totals \
-	export data bench handouts bundle lint browser sandbox clean hub-setup hub hub-end
+.PHONY: setup grader-setup test-setup lab update reset test test-fast release collect grade formgrader \
+	totals export data bench handouts bundle lint browser sandbox clean hub-setup hub hub-end
 
 $(STAMP): pyproject.toml constraints.txt attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -57,9 +57,13 @@ test-fast: test-setup
 release: grader-setup
 	$(PY) -m grader release
 
+collect: grader-setup
+	$(PY) -m grader collect $(ZIP) --roster $(ROSTER) --into $(SUBMISSIONS)
+
 grade: grader-setup sandbox
 	$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT) \
-	  $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) $(if $(STUDENTS),--students $(STUDENTS))
+	  $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS)) $(if $(STUDENTS),--students $(STUDENTS)) \
+	  $(if $(ROSTER),--roster $(ROSTER))
 
 formgrader: grader-setup
 	$(PY) -m grader formgrader $(OUT)
@@ -83,7 +87,7 @@ bundle: grader-setup
 	$(PY) -m grader bundle --out dist
 
 lint: test-setup
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
 # Debian's Chromium, for the browser test and the PDF handouts (installed once, as root).
 browser:

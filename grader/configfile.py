@@ -3,7 +3,7 @@ formgrader's profile, the bundle's and the workshop server's profiles), made fro
 place: every value is written with ``repr``, so a path or a name is data, never code."""
 
 
-def config_file(header: str, values: dict[str, dict]) -> str:
+def config_file(header: str, values: dict[str, dict[str, object]]) -> str:
     """``# header``, then ``c.<section>.<name> = <value>`` for each of ``values``
     (``{section: {name: value}}``), as traitlets' Python config loader reads them."""
     lines = [f"# {header}", "c = get_config()  # noqa: F821"]

@@ -8,10 +8,13 @@ before them; their grade_ids start with ``test_<exercise>``.
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from nbformat import NotebookNode
 
-from attnlib.paths import FORMER_NAMES, REPO_ROOT  # noqa: F401 (FORMER_NAMES: the graders' view of it)
+from attnlib.paths import FORMER_NAMES as FORMER_NAMES  # the graders' view of it
+from attnlib.paths import REPO_ROOT as REPO_ROOT
 
 SOLUTIONS = REPO_ROOT / "solutions"
 RELEASE = REPO_ROOT / "notebooks"
@@ -25,7 +28,7 @@ class Exercise:
     grade_id: str  # the answer cell's grade_id
     autograded: bool  # False for a written answer graded by hand
     max_points: float = 0.0
-    test_ids: list = field(default_factory=list)
+    test_ids: list[str] = field(default_factory=list)
 
 
 def assignments() -> list[str]:
@@ -41,17 +44,19 @@ def release_path(assignment: str) -> Path:
     return RELEASE / assignment / f"{assignment}.ipynb"
 
 
-def nbgrader_meta(cell) -> dict:
+def nbgrader_meta(cell: NotebookNode) -> dict[str, Any]:
     """A notebook cell's nbgrader metadata ({} for a plain cell); nbgrader.utils reads its
     flags (is_solution, is_grade, is_locked), this and :func:`grade_id` the rest."""
-    return cell.metadata.get("nbgrader", {})
+    meta: dict[str, Any] = cell.metadata.get("nbgrader", {})
+    return meta
 
 
-def grade_id(cell) -> str | None:
-    return nbgrader_meta(cell).get("grade_id")
+def grade_id(cell: NotebookNode) -> str | None:
+    gid: str | None = nbgrader_meta(cell).get("grade_id")
+    return gid
 
 
-def _points(cell) -> float:
+def _points(cell: NotebookNode) -> float:
     return float(nbgrader_meta(cell).get("points", 0))
 
 
@@ -62,7 +67,7 @@ def exercises(assignment: str) -> list[Exercise]:
     nb = nbformat.read(source_path(assignment), as_version=4)
     found: list[Exercise] = []
     for cell in nb.cells:
-        gid = grade_id(cell)
+        gid = grade_id(cell) or ""
         if is_solution(cell) and not is_grade(cell):  # autograded answer
             found.append(Exercise(assignment, gid, autograded=True))
         elif is_solution(cell):  # written answer, graded by hand

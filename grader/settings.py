@@ -10,12 +10,16 @@ options. ``nbgrader_config.py`` never imports the grader: learners' Validate rea
 
 import argparse
 import ast
+import copy
 import itertools
 import math
 import os
 import re
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dateutil.parser
@@ -135,6 +139,34 @@ class GraderSettings(Configurable):
     batch_unpack_files = Integer(
         200_000, min=1, help="Files the zip files of a whole run may unpack to together."
     ).tag(config=True)
+    # Reading one submitted notebook (grader.intake.bounded): over a bound, it scores 0.
+    notebook_mb = Integer(32, min=1, help="Bytes of one submitted notebook file (MB).").tag(
+        config=True
+    )
+    notebook_cells = Integer(2000, min=1, help="Cells of one submitted notebook.").tag(config=True)
+    cell_kb = Integer(1024, min=1, help="Source of one cell of a submitted notebook (kB).").tag(
+        config=True
+    )
+    notebook_depth = Integer(
+        100, min=2, max=900, help="Levels of lists and objects nested in a submitted notebook."
+    ).tag(config=True)
+    read_seconds = Float(
+        60.0, help="Wall-clock limit of reading one submitted notebook (its own process)."
+    ).tag(config=True)
+    read_memory_mb = Integer(
+        1024, min=1, help="Memory reading one submitted notebook may add (its own process, MB)."
+    ).tag(config=True)
+    private_outputs = Bool(
+        True,
+        help="Make OUT its owner's alone (0700): other users of the machine reach nothing in "
+        "it (answered notebooks, the seed); off for a folder shared on purpose (the hub's "
+        "instructors' grading folder is their group's).",
+    ).tag(config=True)
+    seccomp = Bool(
+        True,
+        help="Load the system-call filter (grader.run.seccomp) in every sandbox; off only to "
+        "measure what it costs (make bench).",
+    ).tag(config=True)
     release_cache = Unicode(
         help="Where trusted releases built from solutions/, and the empty gradebooks made "
         "from them, are cached (by content hash)."
@@ -172,7 +204,7 @@ class GraderSettings(Configurable):
         "expression with the groups file and id or name (default: the lms's own naming).",
     ).tag(config=True)
 
-    @validate("sandbox_cpus", "judge_seconds", "stream_grace")
+    @validate("sandbox_cpus", "judge_seconds", "stream_grace", "read_seconds")
     def _positive(self, proposal):
         # Float's min is inclusive (0 would not limit, it would stall) and lets inf through
         if not (0 < proposal.value < math.inf):
@@ -223,9 +255,62 @@ class GraderSettings(Configurable):
     def jobs(self) -> int:
         return self.workers or os.cpu_count() or 1
 
-    def snapshot(self) -> dict:
-        """Every setting as plain data (what a job carries to its worker)."""
-        return {name: getattr(self, name) for name in sorted(self.trait_names(config=True))}
+    def snapshot(self) -> "Snapshot":
+        """Every setting, frozen and typed (what a job carries to its worker)."""
+        values = {f.name: getattr(self, f.name) for f in fields(Snapshot)}
+        values["due_dates"] = dict(values["due_dates"])  # a copy: later changes stay out
+        values["extensions"] = copy.deepcopy(values["extensions"])
+        return Snapshot(**values)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The value of every :class:`GraderSettings` trait, frozen and typed: plain data a job
+    carries to its worker process (picklable). One field per configurable trait, of the
+    trait's type: the settings are defined in ``GraderSettings`` only, and
+    tests/test_settings_cli.py fails when the two differ. The mappings are copies, typed
+    read-only."""
+
+    batch_unpack_files: int
+    batch_unpack_mb: int
+    cell_kb: int
+    cell_timeout: int
+    due_dates: Mapping[str, str]
+    extensions: Mapping[str, float | Mapping[str, float]]
+    file_mb: int
+    judge_memory_mb: int
+    judge_seconds: float
+    late_penalty: float
+    late_policy: Literal["none", "per_hour", "per_day", "refuse"]
+    lms: Literal["canvas", "moodle"]
+    lms_pattern: str
+    max_output_chars: int
+    max_processes: int
+    max_restarts: int
+    memory_mb: int
+    notebook_cells: int
+    notebook_depth: int
+    notebook_mb: int
+    notebook_timeout: int
+    private_outputs: bool
+    read_memory_mb: int
+    read_seconds: float
+    release_cache: str
+    sandbox: bool
+    sandbox_cpus: float
+    sandbox_slots: int
+    sandbox_uid: int
+    scratch_mb: int
+    seccomp: bool
+    seed: int | None
+    shm_mb: int
+    skip_demo_cells: bool
+    stream_grace: float
+    unpack_depth: int
+    unpack_files: int
+    unpack_mb: int
+    validate_timeout: int
+    workers: int
 
 
 class Refused(TraitError):
@@ -245,7 +330,7 @@ ACCEPTS = {
     "lms_pattern": "a regular expression with the groups (?P<file>...) and (?P<id>...) or "
     "(?P<name>...)",
 }
-POSITIVE = ("sandbox_cpus", "judge_seconds", "stream_grace")
+POSITIVE = ("sandbox_cpus", "judge_seconds", "stream_grace", "read_seconds")
 
 
 def accepts(name: str) -> str:

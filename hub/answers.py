@@ -14,8 +14,8 @@ and keeps it so after the day: a checkout others can read is a leak on any share
 import os
 from pathlib import Path
 
+from grader.course import REPO_ROOT
 from hub.environment import SetupError
-from hub.settings import REPO_ROOT
 
 ANSWERS = ("solutions", "grader/hidden", ".git")
 # What the Makefile's commands write in the checkout (.gitignore lists them): `make grade`'s

@@ -12,6 +12,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from grader import logs
 from hub import settings
 from hub.environment import SetupError
 
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", type=Path,
                         help=f"the server's folder (default: ${settings.ROOT_VARIABLE} or "
                         f"{settings.DEFAULT_ROOT})")  # fmt: skip
+    logs.add_options(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _start_options(sub.add_parser("start", help="lay out ROOT and run JupyterHub (as root)"))
     end = sub.add_parser("end", help="stop, back up the day, wipe the attendees (as root)")
@@ -64,6 +66,8 @@ def _settings_for_start(args) -> settings.Settings:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    for package in ("hub", "grader"):
+        logs.configure(args.log_level, args.debug, package)
     try:
         if args.command == "start":
             from hub import server

@@ -24,6 +24,7 @@ course grader takes that time over the student's own ``timestamp.txt``
 """
 
 import functools
+import logging
 import os
 import pwd
 import shutil
@@ -55,6 +56,7 @@ from hub.settings import REPO_ROOT, Settings
 # Kept next to the graded notebook, as nbgrader's own autograde keeps them: generate_feedback
 # copies them into the feedback folder, where release_feedback needs both.
 SUBMISSION_FILES = ("timestamp.txt", "submission_secret.txt")
+log = logging.getLogger(__name__)
 PRIVATE_COPY_IGNORE = shutil.ignore_patterns(
     ".venv", ".git", "artifacts", "handouts", "dist", "out", "work", "__pycache__", "node_modules",
     ".pytest_cache", ".ruff_cache", "*.egg-info", ".ipynb_checkpoints", "gradebook.db",
@@ -370,7 +372,7 @@ def grade(s: Settings, assignments: list[str]) -> int:
         return 2
     with graderun.one_at_a_time(s.grading):
         if graderun.begin(s.grading):
-            print("an earlier `hub grade` was interrupted: its gradebook changes are undone")
+            log.warning("an earlier `hub grade` was interrupted: its gradebook changes are undone")
         code = _collect_and_grade(s, assignments)
         if code == 0:
             graderun.finish(s.grading)
@@ -387,8 +389,10 @@ def _collect_and_grade(s: Settings, assignments: list[str]) -> int:
     if not any(staged.values()):
         print("nothing to grade: no student has submitted these notebooks yet")
         return 0
+    # The grading folder is the instructors' group's (hub.instructor.prepare), not one's.
     cmd = [sys.executable, "-m", "grader", "autograde", str(s.collected),
-           "--out", str(s.grading), "--notebooks", *assignments]  # fmt: skip
+           "--out", str(s.grading), "--notebooks", *assignments,
+           "--GraderSettings.private_outputs=False"]  # fmt: skip
     grader = subprocess.run(cmd, cwd=s.private_course, preexec_fn=graderun.dies_with_parent)
     if grader.returncode:
         return grader.returncode

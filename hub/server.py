@@ -12,6 +12,7 @@ it keeps accounts, work, submissions and grades, and refreshes the course from t
 import grp
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -23,6 +24,7 @@ from hub import answers, environment, exchange, instructor, settings
 from hub.settings import REPO_ROOT, Settings
 
 CONFIG_FILE = Path(__file__).with_name("jupyterhub_config.py")
+log = logging.getLogger(__name__)
 
 
 def require_root(what: str) -> None:
@@ -79,7 +81,7 @@ def lay_out(s: Settings) -> None:
     gid = ensure_group(s.instructor_group, s.groups_file)
     exchange.lay_out(s, gid)  # before anyone signs in: no attendee takes a folder first
     for path in answers.close_to_others():
-        print(f"Made {path} unreadable to attendees (chmod o-rwx): answers or grader output.")
+        log.warning("made %s unreadable to attendees (chmod o-rwx): answers or grader output", path)
     print(f"Laying out {s.root}: the release, the course and the grading folder...", flush=True)
     notebooks = fresh_release(s.release)
     environment.write_course(s.course, notebooks)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures import attacks, leaks, limits, short_run
+from fixtures import attacks, intake_attacks, leaks, limits, short_run
 from fixtures.adversarial import NB
 from fixtures.batch import BEHIND, CLI, FAST, MISTAKES, USES_WRONG
 from fixtures.batch import grade as _grade
@@ -45,7 +45,7 @@ def _mine(rows, student, notebook=NB):
 def test_grades_csv_has_exactly_the_contract_columns(graded):
     _, out, cases, rows, _, _ = graded
     header = (out / "grades.csv").read_text().splitlines()[0]
-    assert header == "student,notebook,exercise,points,max_points,message,comment"
+    assert header == "student,notebook,exercise,points,max_points,message,comment,by_hand"
     students = set(cases) | set(MISTAKES)
     expected = {(s, a, e.grade_id) for s in students for a in assignments() for e in exercises(a)}
     assert {(r["student"], r["notebook"], r["exercise"]) for r in rows} == expected
@@ -130,6 +130,7 @@ CASE_IDS = (
     + list(limits.ATTACKS)
     + list(leaks.ATTACKS)
     + list(short_run.attacks())
+    + list(intake_attacks.ATTACKS)
     + [BEHIND]
 )
 

@@ -127,7 +127,7 @@ def test_student_readme_has_the_main_readme_set_up_steps(built):
     commands = re.findall(r"^(\.venv/bin/\S+.*|python3? .*|conda .*)$", steps, re.M)
     assert commands[:3] == [
         "python3 -m venv .venv",
-        ".venv/bin/pip install -e .",
+        ".venv/bin/pip install -c constraints.txt -e .",
         ".venv/bin/python -m attnlib.lab",
     ], commands
     for command in re.findall(r"^ {4}(\.venv/bin/python -m attnlib\.lab .+)$", readme, re.M):
@@ -220,8 +220,8 @@ def installed(built, tmp_path_factory):
         zf.extractall(top)
     folder = top / NAME
     subprocess.run([sys.executable, "-m", "venv", str(folder / ".venv")], check=True, timeout=300)
-    pip = subprocess.run([folder / ".venv/bin/pip", "install", "--quiet", "-e", "."], cwd=folder,
-                         capture_output=True, text=True, timeout=1200)  # fmt: skip
+    install = [folder / ".venv/bin/pip", "install", "--quiet", "-c", "constraints.txt", "-e", "."]
+    pip = subprocess.run(install, cwd=folder, capture_output=True, text=True, timeout=1200)
     assert pip.returncode == 0, pip.stderr[-3000:]
     yield folder
     shutil.rmtree(folder / ".venv")  # 1.4 GB, torch mostly
@@ -250,6 +250,24 @@ def test_the_bundle_carries_the_course_validate_settings(built, tmp_path):
     assert _validate_settings(REPO_ROOT) != [30, 90], "the course keeps nbgrader's defaults"
     text = contents["nbgrader_config.py"].decode()
     assert "CourseDirectory" not in text and "GraderSettings" not in text, text
+
+
+def test_the_student_readme_lists_every_notebook(built):
+    _, _, contents, _ = built
+    readme = contents["README.md"].decode()
+    assert [a for a in assignments() if f"`{a}`" not in readme] == []
+
+
+def test_the_learner_install_has_the_tested_versions(installed):
+    """The README's set-up installs within constraints.txt: no package newer than tested."""
+    pins = dict(line.split("==") for line in (installed / "constraints.txt").read_text().split()
+                if "==" in line)  # fmt: skip
+    freeze = _run(installed, "-m", "pip", "list", "--format=freeze").stdout.split()
+    got = {name.lower().replace("_", "-"): version.split("+")[0]  # torch's "+cpu"
+           for name, _, version in (line.partition("==") for line in freeze)}  # fmt: skip
+    pinned = {name.lower().replace("_", "-"): version for name, version in pins.items()}
+    off = {n: (v, pinned[n]) for n, v in got.items() if n in pinned and v != pinned[n]}
+    assert off == {}, f"installed (version, pin): {off}"
 
 
 def test_the_learner_install_has_no_hub_dask_or_test_tools(installed):

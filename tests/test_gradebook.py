@@ -6,6 +6,7 @@ before its first notebook."""
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 
 import nbformat
 import pytest
@@ -112,7 +113,7 @@ def test_jobs_likely_to_run_in_full_start_first():
         ("solved", "09_kv_cache"),  # its demo cells are left out
         ("absent", "09_kv_cache"),  # nothing to run
     ]
-    full_run = {**config, "skip_demo_cells": False}
+    full_run = replace(config, skip_demo_cells=False)
     solved = Job("solved", "09_kv_cache", jobs[0].submission, trusted["09_kv_cache"], full_run)
     assert likely_cost(solved) == likely_cost(jobs[3])
 

@@ -2,6 +2,7 @@
 the budgets that bound unpacking hostile zips (issue 23)."""
 
 import shutil
+import warnings
 import zipfile
 
 import pytest
@@ -272,3 +273,62 @@ def test_a_refused_student_s_rows_say_why_and_are_flagged(tmp_path):
     result = grade(job).to_json()
     assert result["status"] == "not graded" and result["flags"] == [sub.refused]
     assert {row["message"] for row in result["rows"]} == {sub.refused}
+
+
+# ----------------------------------------------------------------------------- issue 32
+
+
+def test_a_zip_member_named_twice_is_noted_and_its_last_copy_graded(tmp_path):
+    subs = _class(tmp_path)
+    (subs / "dup").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile's "Duplicate name"
+        with zipfile.ZipFile(subs / "dup" / "work.zip", "w") as zf:
+            zf.writestr(NAME, b'{"first": 1}')
+            zf.writestr(NAME, NOTEBOOK)
+    dup = _collect(subs, tmp_path)["dup"]
+    assert dup.notebooks[CURRENT].data == NOTEBOOK
+    assert f"work.zip: `{NAME}` stands 2 times in it; the last one is used" in dup.notes[CURRENT]
+
+
+def test_a_file_and_a_folder_of_one_name_cost_only_the_later_member(tmp_path):
+    """Either order: the member that clashes is skipped, named in a note, and the rest of
+    the zip (here the notebook, last) is unpacked and graded."""
+    subs = _class(tmp_path)
+    members = {"data": b"a file", "data/inside.txt": b"then a folder", "figures/p.txt": b"a folder",
+               "figures": b"then a file", NAME: NOTEBOOK}  # fmt: skip
+    _zip(subs / "clash.zip", members)
+    clash = _collect(subs, tmp_path)["clash"]
+    assert clash.notebooks[CURRENT].data == NOTEBOOK
+    assert [n for n in clash.notes[CURRENT] if "skipped" in n] == [
+        "clash.zip: skipped `data/inside.txt` (a file and a folder of one name)",
+        "clash.zip: skipped `figures` (a file and a folder of one name)",
+    ]
+
+
+def test_every_entry_of_submissions_is_a_student_or_ignored_with_why(tmp_path):
+    subs = _class(tmp_path)
+    for folder in (".bob", "__ann", "ada"):
+        (subs / folder).mkdir()
+    (subs / "bo.zip").write_bytes(b"")
+    (subs / "loose.txt").write_text("x")
+    (subs / "link").symlink_to(subs / "ada")
+    found, ignored = student_entries(subs)
+    assert set(found) == {"ada", "bo", "zz"}
+    assert ignored == [
+        ".bob: a hidden name (it starts with a dot)",
+        "__ann: a system name (it starts with __, as __MACOSX)",
+        "link: a link to a folder (never followed)",
+        "loose.txt: not a folder or a zip",
+    ]
+
+
+def test_a_file_is_read_no_further_than_the_notebook_bound(tmp_path):
+    """A 3 MB file over a 1 MB bound: intake keeps 1 MB and a byte (the job then refuses it
+    by its size, grader.intake.bounded), never the whole file."""
+    subs = _class(tmp_path)
+    (subs / "big").mkdir()
+    (subs / "big" / NAME).write_bytes(NOTEBOOK + b" " * (3 * MB))
+    (subs / "big" / "Untitled.ipynb").write_bytes(b" " * (3 * MB))
+    big = _collect(subs, tmp_path, notebook_mb=1)["big"]
+    assert len(big.notebooks[CURRENT].data) == MB + 1

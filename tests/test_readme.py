@@ -25,11 +25,16 @@ COVERED = {
     "make formgrader": ("tests/test_formgrader.py", '_recipe("formgrader", out)'),
     "make totals": ("tests/test_formgrader.py", '"make", "-s", "totals"'),
     "make export": ("tests/test_totals_export.py", '_cli("export", out, "--roster", roster)'),
+    "make collect": ("tests/test_instructor_grades.py", '_cli("collect", archive, "--roster"'),
     "make bundle": ("tests/test_bundle.py", '"-m", "grader", "bundle"'),
     "make handouts": ("tests/test_handouts.py", "from grader.commands.handouts import"),
     # `make test` depends on `setup`, whose recipe makes the venv and pip-installs the course.
     "python3 -m venv .venv": ("Makefile", "$(PYTHON) -m venv $(VENV)"),
-    ".venv/bin/pip install -e .": ("Makefile", "$(PIP) -e ."),  # PIP := ... pip install ...
+    # The attendees' install, run in the unzipped bundle (the Makefile's PIP uses -c too).
+    ".venv/bin/pip install -c constraints.txt -e .": (
+        "tests/test_bundle.py",
+        '"constraints.txt", "-e", "."',
+    ),
     # The attendees' launch, run in the unzipped bundle (and by `make lab`).
     ".venv/bin/python -m attnlib.lab": (
         "tests/test_bundle.py",
@@ -53,6 +58,7 @@ COVERED = {
 # What `make X` runs, for the make targets above.
 RECIPES = {
     "release": "$(PY) -m grader release",
+    "collect": "$(PY) -m grader collect $(ZIP) --roster $(ROSTER) --into $(SUBMISSIONS)",
     "grade": "$(PY) -m grader autograde $(SUBMISSIONS) --out $(OUT)",
     "formgrader": "$(PY) -m grader formgrader $(OUT)",
     "totals": "$(PY) -m grader totals $(OUT)",
@@ -118,7 +124,7 @@ def test_attendee_set_up_steps_have_one_source():
     assert README.index("## Workshop hosts") < README.index(start)
     assert steps in student_readme()
     shown = [c for c in readme_commands() if c in steps.splitlines()]
-    assert shown[:3] == ["python3 -m venv .venv", ".venv/bin/pip install -e .",
+    assert shown[:3] == ["python3 -m venv .venv", ".venv/bin/pip install -c constraints.txt -e .",
                          ".venv/bin/python -m attnlib.lab"], shown  # fmt: skip
 
 

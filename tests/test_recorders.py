@@ -219,12 +219,14 @@ def test_notebook_code_gets_no_frame_no_object_finder_and_no_recorder_code():
     }, proc.stderr
 
 
-def _alternatives():
+def _alternatives() -> list:
     from grader.hidden import spec
 
-    for exercise in shortcuts():
-        for alternative in spec(exercise).alternatives:
-            yield pytest.param(exercise, alternative, id=f"{exercise}-{alternative.label}")
+    return [
+        pytest.param(exercise, alternative, id=f"{exercise}-{alternative.label}")
+        for exercise in shortcuts()
+        for alternative in spec(exercise).alternatives
+    ]
 
 
 @pytest.mark.parametrize(("exercise", "alternative"), _alternatives())

@@ -5,6 +5,7 @@ no bubblewrap, a notebook whose judging goes over its limits)."""
 import asyncio
 import csv
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -273,7 +274,7 @@ def test_no_sandbox_grades_trusted_work_and_says_so(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = tmp_path / "out"
     assert (out / "grades.csv").read_text().splitlines()[0] == (
-        "student,notebook,exercise,points,max_points,message,comment"
+        "student,notebook,exercise,points,max_points,message,comment,by_hand"
     )
     assert _rows(out)[("honest", "softmax")]["points"] == "2"
     assert "without the os sandbox" in proc.stdout.lower()
@@ -542,3 +543,32 @@ def test_without_a_cgroup_the_report_says_the_limits_are_per_process(tmp_path):
     with open(tmp_path / "out" / "report" / "flags.csv", newline="") as fh:
         flags = list(csv.DictReader(fh))
     assert flags[0]["student"] == "(all)" and "per process only" in flags[0]["reason"], flags
+
+
+SLEEPER = "import time\n\ntime.sleep(600)  # past the cell limit: its kernel is replaced\n"
+
+
+def test_a_notebook_s_two_runs_share_one_time_budget(tmp_path):
+    """Every answer cell outlasts the cell limit (each costs a kernel start): the short run
+    spends the notebook's time, and the full run gets what is left (none), so its kernels
+    ran notebook_timeout + KERNEL_SPARE at most in all (issue 32: 2.6 times it). The honest
+    notebook graded beside it keeps full marks."""
+    from grader.batch.job import KERNEL_SPARE
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    _write(subs, "honest", honest())
+    nb = honest()
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+            cell.source = SLEEPER + cell.source
+    _write(subs, "sleeper", nb)
+    limits = ["--notebook-timeout", "40", "--cell-timeout", "10", "--quiet"]
+    proc = subprocess.run([*CLI, str(subs), "--out", str(out), *limits], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    timings = json.loads((out / "work/results/sleeper/01_soft_lookup.json").read_text())["timings"]
+    assert 40 <= timings["kernels"] <= 40 + KERNEL_SPARE, timings
+    assert os.stat(out).st_mode & 0o777 == 0o700, "OUT is its owner's alone"
+    rows = _rows(out)
+    assert all(rows[("honest", e)]["message"] == "" for e in ("softmax", "hard_lookup"))
+    assert all(rows[("sleeper", e)]["points"] == "0" for e in ("softmax", "hard_lookup"))

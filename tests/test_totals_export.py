@@ -82,13 +82,13 @@ def test_formgrader_comments_reach_grades_and_feedback(out):
     with open(out / "grades.csv", newline="") as fh:
         header = next(csv.reader(fh))
     assert header == ["student", "notebook", "exercise", "points", "max_points", "message",
-                      "comment"]  # fmt: skip
+                      "comment", "by_hand"]  # fmt: skip
     said = {(r["student"], r["exercise"]): r["comment"] for r in _csv(out / "grades.csv")}
-    assert said[("alice", WRITTEN.grade_id)] == "Good, but say why <b>."
+    assert said[("alice", WRITTEN.grade_id)] == "Good, but say\nwhy <b>."  # its lines kept
     assert said[("bob", "softmax")] == "Start from np.exp."
     assert said[("alice", "softmax")] == ""
     alice = (out / "feedback" / "alice.html").read_text()
-    assert "Comment from your instructor:</b> Good, but say why &lt;b&gt;." in alice
+    assert "Comment from your instructor:</b><p>Good, but say<br>why &lt;b&gt;.</p>" in alice
     assert f"pending / {WRITTEN.max_points:g}" in alice
     assert f"({WRITTEN.max_points:g} more pending: written answers not graded yet)" in alice
     assert "Start from np.exp." in (out / "feedback" / "bob.html").read_text()

@@ -81,7 +81,7 @@ def worker_problem(job, key: str, dask_worker=None) -> str:
             f"Dask worker {worker.address} runs other grader code than this machine; "
             "install the same course version on every worker"
         )
-    if job.settings["sandbox"]:
+    if job.settings.sandbox:
         try:
             sandbox.check()
         except sandbox.Unavailable as err:

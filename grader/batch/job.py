@@ -16,30 +16,50 @@ demo cells out (``choose_cells``) stands only when everything in it went well; o
 the notebook runs again in full, from the same Rebuilt stage (``grade``'s loop).
 """
 
+from __future__ import annotations  # CellStatus is only imported for the type checker
+
 import copy
 import hashlib
 import json
+import logging
 import traceback
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
 from time import monotonic
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import nbformat
+from nbformat import NotebookNode
 from nbgrader.utils import is_grade, is_solution
 
 from grader.course import grade_id, nbgrader_meta
+from grader.intake import bounded
 from grader.intake import rebuild as rebuilding
 from grader.intake import scan as scanning
+from grader.intake.rebuild import Found, SubmittedCell
 from grader.judging import judge as judging
-from grader.judging.trusted import Trusted
+from grader.judging.trusted import TestCell, Trusted
 from grader.results import messages
 from grader.results.result import GRADED, Result, exercise_rows, ungraded_result
 from grader.run import kernelrun, needs
+from grader.settings import Snapshot
+
+if TYPE_CHECKING:  # nbclient and nbgrader's preprocessors load in a run only
+    from grader.run.execute import CellStatus
 
 RESULT_VERSION = 5  # bump when grading logic changes, so resumed runs regrade
 TAMPERED = "grader instrumentation tampered"
+# What a notebook's kernels may take past notebook_timeout, its runs together: each run's
+# last cell (a second), a kernel stopped and its sandbox's processes and folders removed.
+KERNEL_SPARE = 20
 NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check depends on it.)\n"
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
+Timings = dict[str, float]  # stage name -> seconds, and a few counts
+AnswerStatuses = dict[str, tuple["CellStatus | None", bool]]
 
 
 # Settings that change no result of a job (intake's budgets act through its notes and
@@ -47,18 +67,18 @@ NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check d
 KEYLESS_SETTINGS = frozenset(
     {"workers", "release_cache", "sandbox_slots", "unpack_mb", "unpack_files", "unpack_depth",
      "batch_unpack_mb", "batch_unpack_files", "due_dates", "extensions", "late_policy",
-     "late_penalty"}
+     "late_penalty", "lms", "lms_pattern"}
 )  # fmt: skip
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
     student: str
     notebook: str
     submission: bytes | None  # the submitted file, or None when not submitted
     trusted: Trusted
-    settings: dict  # GraderSettings.snapshot()
-    notes: tuple = ()  # intake notes (wrong name, from a zip, ...)
+    settings: Snapshot  # GraderSettings.snapshot()
+    notes: tuple[str, ...] = ()  # intake notes (wrong name, from a zip, ...)
     name: str = ""  # the file's name as submitted
     refused: str = ""  # the rows' message when intake refused the student (over a budget)
 
@@ -66,27 +86,27 @@ class Job:
 @dataclass(frozen=True)
 class Submitted:
     job: Job
-    cells: tuple  # the submission's cells (rebuild.submitted_cells)
-    notes: tuple
+    cells: tuple[SubmittedCell, ...]  # the submission's cells (rebuild.submitted_cells)
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Rebuilt:
     job: Job
-    cells: tuple
-    nb: object  # the trusted release with the student's answers: graded, never changed
-    found: dict  # answer grade_id -> "found" | "missing"
-    flags: tuple
-    notes: tuple
+    cells: tuple[SubmittedCell, ...]
+    nb: NotebookNode  # the trusted release with the student's answers: graded, never changed
+    found: dict[str, Found]  # answer grade_id -> "found" | "missing"
+    flags: tuple[str, ...]
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Run:
     rebuilt: Rebuilt
-    skip: frozenset  # demo cells this run left out (grader.run.needs)
+    skip: frozenset[int]  # demo cells this run left out (grader.run.needs)
     kernel: kernelrun.KernelRun
-    flags: tuple  # the Rebuilt stage's and this run's
-    notes: tuple
+    flags: tuple[str, ...]  # the Rebuilt stage's and this run's
+    notes: tuple[str, ...]
     failed: str  # a message for every autograded row when the run exceeded its limits
     limits: str  # how the sandbox's limits applied: "cgroup", or "rlimits" per process
 
@@ -94,9 +114,9 @@ class Run:
 @dataclass(frozen=True)
 class Verdicts:
     run: Run
-    verdicts: dict  # test id -> {"passed", "message", "flags"}
-    flags: tuple  # the run's and the judge's
-    tampered: tuple
+    verdicts: dict[str, judging.Verdict]  # test id -> the judge's verdict
+    flags: tuple[str, ...]  # the run's and the judge's
+    tampered: tuple[str, ...]
     failed: str  # a message for every autograded row when running or judging failed
 
 
@@ -107,12 +127,15 @@ def _grader_fingerprint() -> bytes:
 
 
 def code_fingerprint(root: Path) -> bytes:
-    """A hash of every module of ``root``/grader/ at any depth (with its path, so a moved
-    module counts) and of attnlib's checks."""
+    """A hash of every file grading imports or reads under ``root`` (with its path, so a
+    moved file counts): the grader and attnlib (every module a check imports: cost.py,
+    patterns.py, ...) at any depth, and data/ (the weights the notebooks load); compiled
+    caches are left out. The trusted release and the settings are hashed by job_key."""
     h = hashlib.sha256()
-    for pattern in ("grader/**/*.py", "attnlib/checks/*.py"):
-        for path in sorted(root.glob(pattern)):
-            h.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
+    for top in ("grader", "attnlib", "data"):
+        for path in sorted((root / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return h.digest()
 
 
@@ -122,7 +145,7 @@ def job_key(job: Job) -> str:
     parts = (RESULT_VERSION, job.student, job.notebook, sorted(job.notes), job.name, job.refused)
     for part in parts:
         h.update(repr(part).encode())
-    for name, value in sorted(job.settings.items()):
+    for name, value in sorted(asdict(job.settings).items()):
         if name not in KEYLESS_SETTINGS:
             h.update(f"{name}={value!r}".encode())
     h.update(job.submission if job.submission is not None else b"<missing>")
@@ -137,7 +160,8 @@ def job_key(job: Job) -> str:
 def grade(job: Job) -> Result:
     """The result of ``job``, with how long each stage took; the short run (demo cells left
     out) and, where it does not stand, the full run are the loop below."""
-    start, timings, reached = monotonic(), {}, job
+    start, timings = monotonic(), Timings()
+    reached: Job | Submitted | Result | Rebuilt | Run = job  # its notes go in a failure's result
     try:
         submitted = reached = _timed(timings, read, job)
         if isinstance(submitted, Result):
@@ -145,10 +169,13 @@ def grade(job: Job) -> Result:
         rebuilt = reached = _timed(timings, scan, _timed(timings, rebuild, submitted))
         chosen = _timed(timings, choose_cells, rebuilt)
         looping = monotonic()
-        for skip in (chosen, frozenset()):
-            run = reached = _timed(timings, execute, rebuilt, skip)
+        # One time budget: the full run gets what the short run left, none once it is spent.
+        deadline, kernels = looping + job.settings.notebook_timeout, 0.0
+        for skip in (chosen, frozenset[int]()):
+            run = reached = _timed(timings, execute, rebuilt, skip, deadline)
+            kernels += timings["execute"]
             verdicts = _timed(timings, judge, run)
-            if stands(verdicts):
+            if stands(verdicts) or monotonic() >= deadline:
                 break
             timings["short_run"] = round(timings["execute"] + timings["judge"], 3)
         last_run = round(timings["execute"] + timings["judge"], 3)
@@ -157,23 +184,27 @@ def grade(job: Job) -> Result:
         # "confirm": what deciding whether a run stands cost, with the full run if one followed
         timings["confirm"] = round(monotonic() - looping - timings.get("short_run", last_run), 3)
         timings["kernel_starts"] = run.kernel.kernel_starts
+        timings["kernels"] = round(kernels, 3)  # both runs: notebook_timeout + KERNEL_SPARE
         result = _timed(timings, write, verdicts)
     except Exception:  # noqa: BLE001 (a grader bug must not stop the batch)
+        log.info("%s/%s: grader error (flagged in its result)", job.student, job.notebook,
+                 exc_info=log.isEnabledFor(logging.DEBUG))  # fmt: skip
         flag = "grader error: " + traceback.format_exc(limit=3)[-600:]
         notes = getattr(reached, "notes", job.notes)
         result = ungraded_result(job, messages.FAILED, flags=[flag], notes=notes)
     return _finished(result, job, timings, start)
 
 
-def _timed(timings: dict, stage, *args):
+def _timed(timings: Timings, stage: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     begun = monotonic()
-    made = stage(*args)
+    made = stage(*args, **kwargs)
     timings[stage.__name__] = round(monotonic() - begun, 3)
     return made
 
 
-def _finished(result: Result, job: Job, timings: dict, start: float) -> Result:
+def _finished(result: Result, job: Job, timings: Timings, start: float) -> Result:
     timings = {**result.timings, **timings, "total": round(monotonic() - start, 3)}
+    log.debug("%s/%s: %s in %s", job.student, job.notebook, result.status, timings)
     return result.with_timings(timings, job_key(job))
 
 
@@ -184,14 +215,13 @@ def read(job: Job) -> Submitted | Result:
         message = job.refused or "Notebook not submitted."
         flags = [job.refused] if job.refused else []
         return ungraded_result(job, message, flags=flags, notes=job.notes)
-    try:
-        data, read_notes = rebuilding.parse(job.submission)
+    release = (job.notebook, job.trusted.version, job.name)
+    try:  # in a bounded process of its own: never parsed in this one
+        cells, read_notes = bounded.read(job.submission, bounded.Bounds.of(job.settings), release)
     except rebuilding.Unreadable as err:
         flags = [f"unreadable notebook: {err}"]
         return ungraded_result(job, f"Could not read your notebook: {err}.", flags, job.notes)
-    notes = (*job.notes, *read_notes)
-    notes += tuple(rebuilding.release_notes(data, job.notebook, job.trusted.version, job.name))
-    return Submitted(job, tuple(rebuilding.submitted_cells(data)), notes)
+    return Submitted(job, cells, (*job.notes, *read_notes))
 
 
 def rebuild(submitted: Submitted) -> Rebuilt:
@@ -221,7 +251,9 @@ def scan(rebuilt: Rebuilt) -> Rebuilt:
     return replace(rebuilt, flags=(*rebuilt.flags, *flags))
 
 
-def code_view(nb, trusted: Trusted) -> tuple[list[int], list[str], set[int], set[int]]:
+def code_view(
+    nb: NotebookNode, trusted: Trusted
+) -> tuple[list[int], list[str], set[int], set[int]]:
     """A notebook as ``grader.run.needs`` reads it: its code cells' indexes, their sources as
     they run (a test cell reads its check, or the functions it verifies), and the positions
     (in that list) of the demo cells and of the answer cells."""
@@ -230,7 +262,7 @@ def code_view(nb, trusted: Trusted) -> tuple[list[int], list[str], set[int], set
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     sources, answer_at = [], set()
     for k, i in enumerate(code):
-        gid = grade_id(nb.cells[i])
+        gid = grade_id(nb.cells[i]) or ""
         test = tests.get(gid)
         if test is None:
             sources.append(nb.cells[i].source)
@@ -242,11 +274,11 @@ def code_view(nb, trusted: Trusted) -> tuple[list[int], list[str], set[int], set
     return code, sources, demo, answer_at
 
 
-def choose_cells(rebuilt: Rebuilt) -> frozenset:
+def choose_cells(rebuilt: Rebuilt) -> frozenset[int]:
     """The demo cells no check depends on, left out of the first run (``grader.run.needs``); none
     when the settings say so or any cell cannot be read with certainty."""
     trusted, nb = rebuilt.job.trusted, rebuilt.nb
-    if not rebuilt.job.settings["skip_demo_cells"] or not trusted.demo or _unwritten(nb, trusted):
+    if not rebuilt.job.settings.skip_demo_cells or not trusted.demo or _unwritten(nb, trusted):
         return frozenset()
     code, sources, demo, answers = code_view(nb, trusted)
     try:
@@ -256,7 +288,7 @@ def choose_cells(rebuilt: Rebuilt) -> frozenset:
     return frozenset(code[k] for k in left_out)
 
 
-def likely_cost(job: Job) -> tuple:
+def likely_cost(job: Job) -> tuple[bool, int]:
     """A sort key, larger for a job that likely takes longer, guessed from its bytes without
     reading them: one that still holds a release stub runs in full, and the more demo cells
     a whole notebook has, the longer it runs. Only the order jobs start in (the longest
@@ -266,31 +298,32 @@ def likely_cost(job: Job) -> tuple:
         return (False, 0)
     stub_ends = {stub.strip().splitlines()[-1].strip() for stub in job.trusted.stubs.values()}
     stubbed = any(end.encode() in job.submission for end in stub_ends if end)
-    return (stubbed or not job.settings["skip_demo_cells"], len(job.trusted.demo))
+    return (stubbed or not job.settings.skip_demo_cells, len(job.trusted.demo))
 
 
-def _unwritten(nb, trusted: Trusted) -> bool:
+def _unwritten(nb: NotebookNode, trusted: Trusted) -> bool:
     """An exercise still holds the release's stub: its check cannot pass, so a short run
     would only be run again in full."""
     return any(
-        trusted.stubs.get(grade_id(c)) == c.source for c in nb.cells if c.cell_type == "code"
+        trusted.stubs.get(grade_id(c) or "") == c.source for c in nb.cells if c.cell_type == "code"
     )
 
 
-def execute(rebuilt: Rebuilt, skip: frozenset) -> Run:
-    """Run the instrumented copy in the sandbox; keep statuses, outputs, records and logs."""
+def execute(rebuilt: Rebuilt, skip: frozenset[int], deadline: float) -> Run:
+    """Run the instrumented copy in the sandbox, its kernels ending by ``deadline``; keep
+    statuses, outputs, records and logs."""
     cfg = rebuilt.job.settings
-    ran = kernelrun.run(rebuilt.job, rebuilt.nb, skip)
+    ran = kernelrun.run(rebuilt.job, rebuilt.nb, skip, deadline)
     flags, notes, failed = list(rebuilt.flags), list(rebuilt.notes), ""
     if ran.flooded:
-        notes.append(f"output flood cut at {cfg['max_output_chars']} characters per cell")
+        notes.append(f"output flood cut at {cfg.max_output_chars} characters per cell")
     if ran.leftovers:
         flags.append(f"sandbox: {ran.leftovers} processes outlived their kernel (killed)")
     if ran.exceeded:  # as when judging exceeds its limits: the notebook scores 0
         hit = ", ".join(ran.exceeded)
         flags.append(f"sandbox exceeded its limits ({hit})")
         failed = messages.not_graded_because(f"your notebook exceeded its limits ({hit})")
-    limits = ("cgroup" if ran.cgroup else "rlimits") if cfg["sandbox"] else ""
+    limits = ("cgroup" if ran.cgroup else "rlimits") if cfg.sandbox else ""
     flags += [f"sandbox {e['kind']}: {e['detail']}" for e in ran.windows.logs]
     return Run(rebuilt, skip, ran, tuple(flags), tuple(notes), failed, limits)
 
@@ -318,14 +351,14 @@ def judge(run: Run) -> Verdicts:
         "cells": _cells_as_run(run),
         "records": records,
         "seeds": {n: kernelrun.job_seed(job, n) for t in job.trusted.tests for n, _ in t.verifies},
-        "clean": sorted(grade_id(nb.cells[i]) for i in _clean(run)),
+        "clean": sorted(grade_id(nb.cells[i]) or "" for i in _clean(run)),
     }
     cfg = job.settings
-    outcome = judging.judge_bounded(request, cfg["judge_seconds"], cfg["judge_memory_mb"])
+    outcome = judging.judge_bounded(request, cfg.judge_seconds, cfg.judge_memory_mb)
     return _verdicts(run, outcome)
 
 
-def _verdicts(run: Run, outcome: dict) -> Verdicts:
+def _verdicts(run: Run, outcome: dict[str, Any]) -> Verdicts:
     tampered = tuple(run.kernel.windows.tampered)
     if "exceeded" in outcome:
         flag = f"{judging.EXCEEDED} ({outcome['exceeded']})"
@@ -351,11 +384,11 @@ def stands(verdicts: Verdicts) -> bool:
         and not verdicts.tampered
         and (verdicts.flags, run.notes) == (run.rebuilt.flags, run.rebuilt.notes)
         and all(st.get("status") == "ok" for st in run.kernel.status.values())
-        and all(verdicts.verdicts.get(t, {}).get("passed") for t in tests)
+        and all(t in verdicts.verdicts and verdicts.verdicts[t]["passed"] for t in tests)
     )
 
 
-def _cells_as_run(run: Run) -> list:
+def _cells_as_run(run: Run) -> list[list[str]]:
     """[[grade id or "", source]] of the code cells the kernel ran, as they run (the judge
     reads which earlier exercises a failed check relies on)."""
     nb = run.rebuilt.nb
@@ -376,39 +409,39 @@ def _clean(run: Run) -> set[int]:
     return {i for i in range(first) if grade_id(nb.cells[i])}
 
 
-def _answer_message(name: str, status: dict | None, cfg: dict, quote: bool) -> str | None:
+def _answer_message(name: str, status: CellStatus | None, cfg: Snapshot, quote: bool) -> str | None:
     kind = (status or {}).get("status")
-    if kind == "error":
+    if kind == "error" and status is not None:
         ename = judging.error_name(status.get("ename"), quote)
         text = f": {status.get('evalue')}" if quote else ""
         return f"Your `{name}` cell raised {ename}{text}".strip()
     if kind == "timeout":
-        return f"Your `{name}` cell ran longer than the {cfg['cell_timeout']} s time limit."
+        return f"Your `{name}` cell ran longer than the {cfg.cell_timeout} s time limit."
     if kind == "died":
         return (
             f"Your `{name}` cell stopped the Python kernel (a crash, os._exit, or more "
-            f"than the {cfg['memory_mb']} MB memory limit)."
+            f"than the {cfg.memory_mb} MB memory limit)."
         )
     if kind == "deadline":
-        return messages.past_notebook_limit(cfg["notebook_timeout"])
+        return messages.past_notebook_limit(cfg.notebook_timeout)
     return None
 
 
-def _test_status_message(name: str, status: dict, cfg: dict) -> str:
+def _test_status_message(name: str, status: CellStatus, cfg: Snapshot) -> str:
     kind = status.get("status")
     if kind == "timeout":
-        return f"Checking `{name}` took longer than the {cfg['cell_timeout']} s time limit."
+        return f"Checking `{name}` took longer than the {cfg.cell_timeout} s time limit."
     if kind == "died":
         return (
             f"The Python kernel stopped while checking `{name}` (a crash, os._exit, or "
-            f"more than the {cfg['memory_mb']} MB memory limit)."
+            f"more than the {cfg.memory_mb} MB memory limit)."
         )
     if kind == "deadline":
-        return messages.past_notebook_limit(cfg["notebook_timeout"])
+        return messages.past_notebook_limit(cfg.notebook_timeout)
     return messages.kernel_kept_crashing(name)
 
 
-def _verdict_outputs(passed: bool, message: str):
+def _verdict_outputs(passed: bool, message: str) -> list[NotebookNode]:
     if passed:
         return [nbformat.v4.new_output("stream", name="stdout", text="✓ passed\n")]
     return [
@@ -421,7 +454,9 @@ def _verdict_outputs(passed: bool, message: str):
     ]
 
 
-def _test_verdict(verdicts: Verdicts, test, idx: int, answer_status: dict):
+def _test_verdict(
+    verdicts: Verdicts, test: TestCell, idx: int, answer_status: AnswerStatuses
+) -> tuple[bool, str, list[str]]:
     """(passed, message, flags) of one test cell, from its run status and the judge's verdict."""
     run = verdicts.run
     cfg = run.rebuilt.job.settings
@@ -442,26 +477,31 @@ def _test_verdict(verdicts: Verdicts, test, idx: int, answer_status: dict):
     return passed, message, verdict["flags"]
 
 
-def _answer_statuses(run: Run) -> dict:
+def _answer_statuses(run: Run) -> AnswerStatuses:
     """{answer grade id: (its cell's run status, whether its error text may be quoted)}."""
-    nb, clean, statuses = run.rebuilt.nb, _clean(run), {}
+    nb, clean = run.rebuilt.nb, _clean(run)
+    statuses: AnswerStatuses = {}
     for idx, cell in enumerate(run.kernel.run_nb.cells[: len(nb.cells)]):
         gid = grade_id(cell)
-        if gid in run.rebuilt.found:
+        if gid is not None and gid in run.rebuilt.found:
             statuses[gid] = (run.kernel.status.get(idx), idx in clean)
     return statuses
 
 
-def _graded_notebook(verdicts: Verdicts):
+def _graded_notebook(
+    verdicts: Verdicts,
+) -> tuple[NotebookNode, dict[str, float], dict[str, str], list[str]]:
     """(the notebook with the run's outputs and the verdicts, points, messages, flags)."""
     run = verdicts.run
     tests = {t.id: t for t in run.rebuilt.job.trusted.tests}
     nb, answer_status = copy.deepcopy(run.rebuilt.nb), _answer_statuses(run)
-    points, said, flags = {}, {}, list(verdicts.flags)
+    points: dict[str, float] = {}
+    said: dict[str, str] = {}
+    flags = list(verdicts.flags)
     for idx, cell in enumerate(nb.cells):
         gid = grade_id(cell)
-        test = tests.get(gid)
-        if test is None:
+        test = tests.get(gid) if gid is not None else None
+        if gid is None or test is None:
             if cell.cell_type == "code" and idx in run.kernel.status:
                 cell.outputs = run.kernel.run_nb.cells[idx].get("outputs", [])
             elif idx in run.skip:
@@ -479,13 +519,13 @@ def _graded_notebook(verdicts: Verdicts):
     return nb, points, said, flags
 
 
-def _written(nb) -> dict:
+def _written(nb: NotebookNode) -> dict[str, tuple[float | str, str]]:
     """{hand-graded answer: (points, message)}: an untouched one scores 0."""
-    written = {}
+    written: dict[str, tuple[float | str, str]] = {}
     for cell in nb.cells:
         if is_solution(cell) and is_grade(cell):
             unchanged = nbgrader_meta(cell).get("checksum") == _checksum(cell)
-            written[grade_id(cell)] = (
+            written[grade_id(cell) or ""] = (
                 (0.0, "No answer written.") if unchanged else ("", "graded by hand")
             )
     return written
@@ -510,14 +550,14 @@ def write(verdicts: Verdicts) -> Result:
         flags=tuple(dict.fromkeys(flags)),
         notes=tuple(dict.fromkeys(run.notes)),
         autograded=nbformat.writes(nb),
-        sandboxed=job.settings["sandbox"],
+        sandboxed=job.settings.sandbox,
         limits=run.limits,
         demo_cells_left_out=len(run.skip),
         timings={"slowest_cell": slowest},
     )
 
 
-def _checksum(cell) -> str:
+def _checksum(cell: NotebookNode) -> str:
     from nbgrader.utils import compute_checksum
 
-    return compute_checksum(cell)
+    return str(compute_checksum(cell))

@@ -4,24 +4,36 @@ crashes its worker three times gets a "Not graded" result (``grader.batch.cluste
 same on a Dask cluster). Each worker dies with the main process and leaves Ctrl-C to it.
 """
 
+import logging
 import multiprocessing
 import os
 import shutil
 import signal
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
+from grader import logs
+from grader.batch.progress import Progress
 from grader.results import messages
 from grader.run import sandbox
 
 STOP_SECONDS = 5  # for a terminated worker to go (its kernels and sandboxes die with it)
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:  # imported where used: a worker imports the grading code
+    from grader.batch.job import Job
+    from grader.results.result import Result
 
 
-def worker_init() -> None:
-    """In each worker: die with the main process; leave Ctrl-C to the main process; start
-    the judging server before the first notebook."""
+def worker_init(level: str = "WARNING", debug: bool = False) -> None:
+    """In each worker: die with the main process; leave Ctrl-C to the main process; show
+    diagnostics as the main process does; start the judging server before the first
+    notebook."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logs.configure(level, debug)
     from grader.lifeline import die_with_parent
 
     die_with_parent(or_exit_if_orphaned=True)
@@ -30,7 +42,7 @@ def worker_init() -> None:
     judge.warm()
 
 
-def stop_workers(pool) -> None:
+def stop_workers(pool: ProcessPoolExecutor) -> None:
     """Stop every worker now (their kernels and sandboxes die with them)."""
     pool.shutdown(wait=False, cancel_futures=True)
     workers = multiprocessing.active_children()
@@ -43,7 +55,9 @@ def stop_workers(pool) -> None:
             process.join(STOP_SECONDS)
 
 
-def run_pool(todo, jobs: int, on_result, progress) -> None:
+def run_pool(
+    todo: list["Job"], jobs: int, on_result: Callable[["Job", "Result"], None], progress: Progress
+) -> None:
     """Grade ``todo`` in worker processes; a crashed pool is rebuilt and the rest retried."""
     from grader.batch.job import grade
     from grader.results.result import ungraded_result
@@ -55,6 +69,7 @@ def run_pool(todo, jobs: int, on_result, progress) -> None:
             max_workers=min(jobs, len(todo)),
             mp_context=multiprocessing.get_context("spawn"),
             initializer=worker_init,
+            initargs=logs.choice(),
         )
         try:
             futures = {pool.submit(grade, job): job for job in todo}
@@ -63,6 +78,7 @@ def run_pool(todo, jobs: int, on_result, progress) -> None:
                 try:
                     result = future.result()
                 except BrokenProcessPool:
+                    log.debug("%s/%s: its worker pool broke", job.student, job.notebook)
                     attempts[id(job)] += 1
                     remaining.append(job)
                     continue
@@ -72,6 +88,8 @@ def run_pool(todo, jobs: int, on_result, progress) -> None:
             stop_workers(pool)
             raise
         pool.shutdown(wait=True)
+        if remaining:
+            log.warning("a grading worker crashed: %d notebooks go to a new pool", len(remaining))
         todo = []
         for job in remaining:
             if attempts[id(job)] >= 3:
@@ -89,7 +107,7 @@ def run_pool(todo, jobs: int, on_result, progress) -> None:
 
 
 @contextmanager
-def workers_scratch():
+def workers_scratch() -> Iterator[None]:
     """TMPDIR of the workers started inside (their private folders): removed, and this
     process's TMPDIR restored, after."""
     scratch = sandbox.private_folder("attn-grade-")  # a killed run's is removed by the next

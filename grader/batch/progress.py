@@ -4,12 +4,20 @@ the end: the count, the time so far and an estimate of what is left."""
 
 import sys
 from time import monotonic
+from typing import Protocol, TextIO
+
+
+class Progress(Protocol):
+    """tqdm's bar, or :class:`Lines`."""
+
+    def update(self, n: int = 1) -> object: ...
+    def close(self) -> None: ...
 
 
 class Lines:
     """tqdm's ``update``/``close`` as one line per notebook."""
 
-    def __init__(self, total: int, initial: int, stream):
+    def __init__(self, total: int, initial: int, stream: TextIO):
         self.total, self.done, self.stream = total, initial, stream
         self.initial, self.start = initial, monotonic()
 
@@ -35,13 +43,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
-def shown(total: int, initial: int, quiet: bool, stream=None):
+def shown(total: int, initial: int, quiet: bool, stream: TextIO | None = None) -> Progress:
     """The progress display of a run of ``total`` notebooks, ``initial`` of them reused:
     nothing when ``quiet``, the bar on a terminal, else :class:`Lines`."""
     from tqdm import tqdm
 
     stream = stream or sys.stderr
     if quiet or stream.isatty():
-        return tqdm(total=total, initial=initial, desc="grading", unit="notebook",
-                    disable=quiet, file=stream)  # fmt: skip
+        bar: Progress = tqdm(total=total, initial=initial, desc="grading", unit="notebook",
+                             disable=quiet, file=stream)  # fmt: skip
+        return bar
     return Lines(total, initial, stream)

@@ -29,6 +29,7 @@ processes (``grader.batch.cluster``); everything else, OUT included, stays the s
 """
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -40,10 +41,12 @@ from time import monotonic
 from grader import course
 from grader.batch import pool
 from grader.errors import UserError
+from grader.intake import roster as class_roster
 from grader.results import out as out_files
 from grader.run import sandbox
 
 TAKES_SETTINGS = True  # grader.cli parses the settings' options (grader.settings.ALIASES)
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser):
@@ -75,6 +78,12 @@ def add_arguments(parser):
         "tcp://head:8786 (default: worker processes on this machine)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        help="CSV: student,name,id,... (as export's): its students go into the gradebook, "
+        "so formgrader and every output list those who handed in nothing",
+    )
 
 
 def _settings(args):
@@ -156,7 +165,8 @@ def _load_result(path: Path):
 def _jobs(students, assignments, trusted, settings) -> list:
     from grader.batch.job import Job
 
-    jobs = []
+    jobs, snapshot = [], settings.snapshot()  # frozen: every job shares it
+    log.debug("settings: %s", snapshot)
     for sub in students:
         for a in assignments:
             notes = list(sub.notes.get(a, []))
@@ -169,7 +179,7 @@ def _jobs(students, assignments, trusted, settings) -> list:
                     a,
                     handed.data if handed else None,
                     trusted[a],
-                    settings.snapshot(),
+                    snapshot,
                     tuple(notes),
                     handed.name if handed else "",
                     sub.refused,
@@ -287,8 +297,7 @@ def _summary(out: Path, results: dict, graded: str, sandboxed: bool) -> None:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
+    from grader.batch import progress as shown_progress
     from grader.batch.job import grade
     from grader.commands import totals
     from grader.intake import submissions
@@ -298,26 +307,31 @@ def run(args) -> int:
     start = monotonic()
     settings = _settings(args)
     subs, out = _check_paths(args)
+    roster = class_roster.read(args.roster) if args.roster else {}  # before anything runs
     if args.notebooks:
         _choose(args, [])  # unknown names fail before anything is written
     every_student, ignored = submissions.student_entries(subs)
     entries = _choose_students(args, every_student)
     run_jobs, workers = _connect(args, settings)
+    out.mkdir(parents=True, exist_ok=True)
+    if settings.private_outputs:  # before a submission is unpacked or graded into it
+        os.chmod(out, 0o700)
     students, assignments = _collect(args, entries, out, settings)
     settings.seed = out_files.settle_seed(out, settings.seed)  # before any result is made with it
     models = trusted.models(assignments, settings.release_cache)
     gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
+    class_roster.import_into_gradebook(out, roster)
     jobs = _jobs(students, assignments, models, settings)
     deadlines.record_submissions(out, students, entries, assignments)
 
     results, todo = _reusable(jobs, out, args.fresh)
     reused, kept = len(results), set(results)
+    log.info("%d notebooks reused from an earlier run, %d to grade", reused, len(todo))
     on_result = _writer(out, results)
     for job in [j for j in todo if j.submission is None]:  # nothing to run: no worker needed
         todo.remove(job)
         on_result(job, grade(job))
-    progress = tqdm(total=len(jobs), initial=len(results), desc="grading", unit="notebook",
-                    disable=True if args.quiet else None, file=sys.stderr)  # fmt: skip
+    progress = shown_progress.shown(len(jobs), len(results), args.quiet)
     if not _grade(todo, run_jobs, settings, on_result, progress):
         print(
             f"interrupted: {len(results)} graded notebooks are kept in {out / out_files.RESULTS}; "
@@ -337,4 +351,6 @@ def run(args) -> int:
         f"{monotonic() - start:.1f} s {workers} ({reused} reused from an earlier run)"
     )
     _summary(out, results, graded, settings.sandbox)
+    for entry in ignored:  # every entry of SUBMISSIONS is graded or said here (and in the report)
+        print(f"ignored in {subs}: {entry}")
     return 0

@@ -13,8 +13,9 @@ it is kept. The zip is byte-identical on a rerun (fixed timestamps, sorted entri
 """
 
 import io
+import json
+import logging
 import re
-import sys
 import tempfile
 import tomllib
 import zipfile
@@ -29,6 +30,7 @@ from grader.release import release
 from grader.settings import CONFIG_FILE
 
 NAME = "attention-step-by-step"
+log = logging.getLogger(__name__)
 SHIPPED_DIRS = ("attnlib", "data")
 SKIP = re.compile(r"(__pycache__|\.ipynb_checkpoints|\.egg-info|\.pyc$|/\.)")
 # Text that must never reach students (solutions, hidden tests, the grader, the gradebook).
@@ -50,14 +52,17 @@ FORBIDDEN_PATHS = re.compile(
 # (nbgrader's Execute) and the width `nbgrader validate` cuts its lines at (Validator).
 VALIDATE_SECTIONS = ("Execute", "Validator")
 
-# The set-up steps are the main README's (one source): the block between these markers.
+# The set-up steps and the list of notebooks are the main README's (one source): the blocks
+# between these markers.
 SETUP_MARKERS = ("<!-- attendee-setup -->", "<!-- /attendee-setup -->")
+NOTEBOOK_MARKERS = ("<!-- notebooks -->", "<!-- /notebooks -->")
 
 README = """# Attention, step by step: student materials
 
-Short Jupyter notebooks that build attention from a soft lookup up to the full
-mechanism, the maps of a trained model and a KV cache. Work through them in order, by
-their number: `01_soft_lookup` first.
+Short Jupyter notebooks that build attention up from a soft lookup, one idea each. Work
+through them in order, by their number:
+
+{notebooks}
 
 ## Set up (once), then open the course
 
@@ -100,7 +105,9 @@ def add_arguments(parser):
 
 
 def _student_pyproject() -> bytes:
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    data = pyproject["tool"]["setuptools"]["package-data"]["attnlib"]  # the learner's files
     deps = "".join(f'    "{d}",\n' for d in project["dependencies"])
     return (
         '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
@@ -108,7 +115,7 @@ def _student_pyproject() -> bytes:
         f'description = "{project["description"]}"\n'
         f'requires-python = "{project["requires-python"]}"\ndependencies = [\n{deps}]\n\n'
         '[tool.setuptools.packages.find]\ninclude = ["attnlib*"]\n\n'
-        '[tool.setuptools.package-data]\nattnlib = ["*.mplstyle"]\n'
+        f"[tool.setuptools.package-data]\nattnlib = {json.dumps(data)}\n"
     ).encode()
 
 
@@ -124,17 +131,22 @@ def _student_nbgrader_config() -> bytes:
     return config_file(header, validate_config()).encode()
 
 
-def setup_steps(readme: str | None = None) -> str:
-    """The attendees' set-up steps: the marked block of the main README."""
+def readme_block(markers: tuple[str, str], readme: str | None = None) -> str:
+    """The block of the main README between ``markers``."""
     text = (REPO_ROOT / "README.md").read_text() if readme is None else readme
-    start, end = SETUP_MARKERS
+    start, end = markers
     if start not in text or end not in text:
-        raise UserError(f"README.md has no {start} ... {end} block of set-up steps")
+        raise UserError(f"README.md has no {start} ... {end} block")
     return text.split(start, 1)[1].split(end, 1)[0].strip()
 
 
+def setup_steps(readme: str | None = None) -> str:
+    """The attendees' set-up steps: the marked block of the main README."""
+    return readme_block(SETUP_MARKERS, readme)
+
+
 def student_readme() -> str:
-    return README.format(setup=setup_steps())
+    return README.format(setup=setup_steps(), notebooks=readme_block(NOTEBOOK_MARKERS))
 
 
 def fresh_release(folder: Path) -> dict[str, bytes]:
@@ -160,7 +172,8 @@ def files(notebooks: dict[str, bytes]) -> dict[str, bytes]:
             rel = path.relative_to(REPO_ROOT).as_posix()
             if path.is_file() and not SKIP.search(rel):
                 found[rel] = path.read_bytes()
-    found["environment.yml"] = (REPO_ROOT / "environment.yml").read_bytes()
+    for name in ("environment.yml", "constraints.txt"):  # the set-up installs within the pins
+        found[name] = (REPO_ROOT / name).read_bytes()
     found["pyproject.toml"] = _student_pyproject()
     found["nbgrader_config.py"] = _student_nbgrader_config()
     found["README.md"] = student_readme().encode()
@@ -184,10 +197,10 @@ def build(out: Path) -> Path:
         notebooks = fresh_release(Path(tmp))
     stale = _stale(notebooks)
     if stale:
-        print(
-            f"note: notebooks/ differs from solutions/ for {', '.join(stale)}; the zip has the "
-            "fresh release (run `make release` to update notebooks/)",
-            file=sys.stderr,
+        log.warning(
+            "notebooks/ differs from solutions/ for %s; the zip has the fresh release (run "
+            "`make release` to update notebooks/)",
+            ", ".join(stale),
         )
     contents = files(notebooks)
     bad = problems(contents)

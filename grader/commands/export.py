@@ -21,13 +21,12 @@ notebook (``--absent blank``: blank cells). Students graded but not in the roste
 their rows (ID columns blank) and are listed on stderr and in ``OUT/not_in_roster.txt``.
 """
 
-import csv
 import sys
 from pathlib import Path
 
 from grader import course
 from grader.commands.totals import current
-from grader.errors import UserError
+from grader.intake import roster as class_roster
 from grader.results import csvfile
 from grader.results.deadlines import LATE_ROW
 
@@ -35,13 +34,6 @@ TAKES_SETTINGS = True  # the late policy (grader.settings), as `grader totals` a
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 POINTS_POSSIBLE = "    Points Possible"  # as Canvas's own gradebook export writes it
-ROSTER_COLUMNS = {  # roster column -> Canvas column
-    "name": "Student",
-    "id": "ID",
-    "sis_user_id": "SIS User ID",
-    "sis_login_id": "SIS Login ID",
-    "section": "Section",
-}
 LONG_COLUMNS = ["student", "assignment", "points", "max", "late_hours", "late_penalty"]
 
 
@@ -56,29 +48,6 @@ def add_arguments(parser):
         default="zero",
         help="what a roster student with no graded work gets for each notebook (default: zero)",
     )
-
-
-def read_roster(path: Path) -> dict[str, dict]:
-    """{student folder name: {Canvas column: value}}, or a one-line error."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            header = [h.strip() for h in reader.fieldnames or []]
-            rows = [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in reader]
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise UserError(f"cannot read the roster {path}: {err}") from None
-    unknown = [h for h in header if h != "student" and h not in ROSTER_COLUMNS]
-    if "student" not in header or unknown:
-        raise UserError(
-            f"roster {path}: columns must be student and any of {', '.join(ROSTER_COLUMNS)}"
-            + (f" (unknown: {', '.join(unknown)})" if unknown else " (no student column)")
-        )
-    roster: dict[str, dict] = {}
-    for row in rows:
-        if row["student"] in roster:
-            raise UserError(f"roster {path}: student {row['student']!r} is listed twice")
-        roster[row["student"]] = {ROSTER_COLUMNS[k]: v for k, v in row.items() if k != "student"}
-    return roster
 
 
 def notebook_points(grade_rows: list[dict]) -> tuple[dict, list[str]]:
@@ -145,8 +114,10 @@ def _report_roster(out: Path, students: list[str], roster: dict, absent: str) ->
 
 
 def run(args) -> int:
-    roster = read_roster(args.roster) if args.roster else {}
+    roster = class_roster.read(args.roster) if args.roster else {}
     _, grade_rows, notebooks, extra = current(args.out, args.settings)
+    # for formgrader and the next totals; this export adds the roster's rows itself
+    class_roster.import_into_gradebook(args.out, roster)
     points, pending = notebook_points(grade_rows)
     maxima = {n: sum(e.max_points for e in course.exercises(n)) for n in notebooks}
     graded = sorted({s for s, _ in points})

@@ -12,13 +12,12 @@ the settings are now (``grader.results.deadlines``), so changing them needs only
 import json
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
 from grader import course
 from grader.errors import UserError
-from grader.results import deadlines, gradebook, messages, report
+from grader.intake import roster as class_roster
+from grader.results import annotated, deadlines, handgrades, messages, report
 from grader.results import out as out_files
-from grader.results.result import NO_RESULT, Result, Row
+from grader.results.result import NO_RESULT, NOT_GRADED, Result, Row
 
 TAKES_SETTINGS = True  # the late policy (grader.settings), from the command line too
 
@@ -59,15 +58,17 @@ def load_results(out: Path) -> list[Result]:
     return sorted(results, key=lambda r: (r.student, r.notebook))
 
 
-def complete(results: list[Result], students: list[str] | None) -> list[Result]:
+def complete(results: list[Result], students: list[str] | None, absent=()) -> list[Result]:
     """``results`` plus a "not graded yet" result for each student and class notebook OUT
     has none for (a student graded alone, a notebook graded for some), so every record
-    has every notebook's maximum."""
+    has every notebook's maximum; ``absent`` students (the roster's, with no submission)
+    get "Notebook not submitted." for every notebook."""
     have = {(r.student, r.notebook) for r in results}
     notebooks = sorted({n for _, n in have})
+    absent = set(absent) - set(students or []) - {s for s, _ in have}
     added = [
-        _no_result_yet(student, notebook)
-        for student in sorted(set(students or []) | {s for s, _ in have})
+        (_not_submitted if student in absent else _no_result_yet)(student, notebook)
+        for student in sorted(set(students or []) | {s for s, _ in have} | absent)
         for notebook in notebooks
         if (student, notebook) not in have
     ]
@@ -82,34 +83,22 @@ def _no_result_yet(student: str, notebook: str) -> Result:
     return Result(student, notebook, NO_RESULT, rows, flags=(), notes=(), sandboxed=True)
 
 
-def hand_grading(out: Path) -> tuple[dict, dict]:
-    """({(student, assignment): {grade_id: points}} of every written answer given points in
-    formgrader, {(student, assignment): {grade_id: comment}} of every comment typed there),
-    read in one gradebook session (one per notebook was the slow part)."""
-    scores: dict = {}
-    comments: dict = {}
-    with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
-        for assignment in gb.assignments:
-            for submission in assignment.submissions:
-                key = (submission.student.id, assignment.name)
-                mine, said = scores.setdefault(key, {}), comments.setdefault(key, {})
-                for notebook in submission.notebooks:
-                    mine.update(
-                        (g.name, float(g.manual_score))
-                        for g in notebook.grades
-                        if g.cell.cell_type == "markdown" and g.manual_score is not None
-                    )
-                    said.update(
-                        (c.name, c.manual_comment) for c in notebook.comments if c.manual_comment
-                    )
-    return scores, comments
+def _not_submitted(student: str, notebook: str) -> Result:
+    rows = tuple(
+        Row(e.grade_id, 0.0, e.max_points, report.NOT_SUBMITTED, e.autograded)
+        for e in course.exercises(notebook)
+    )
+    return Result(student, notebook, NOT_GRADED, rows, flags=(), notes=(), sandboxed=True)
 
 
 def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dict]:
-    """(results, grades.csv rows with today's hand-entered points and comments and late
-    penalties, notebooks in course order, {(student, notebook): feedback extras})."""
-    results = complete(load_results(out), _last_run(out).get("students"))
-    manual, comments = hand_grading(out)
+    """(results, grades.csv rows with today's points typed in formgrader (scores, overrides,
+    extra credit: grader.results.handgrades), comments and late penalties, notebooks in
+    course order, {(student, notebook): feedback extras}). The students of a roster
+    imported with no submission have every notebook "not submitted"."""
+    absent = class_roster.imported(out)
+    results = complete(load_results(out), _last_run(out).get("students"), absent)
+    hand = handgrades.read(out)
     graded = {r.notebook for r in results}
     notebooks = [a for a in course.assignments() if a in graded]
     times = deadlines.load_times(out)
@@ -119,7 +108,7 @@ def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dic
         if report.submitted(r):
             lates[key] = deadlines.lateness(settings, *key, times)
     penalised = {k: v for k, v in lates.items() if v and v["fraction"]}
-    grade_rows = report.rows(results, manual, comments, penalised)
+    grade_rows = report.rows(results, hand, penalised)
     extra = {}
     for key in {(r.student, r.notebook) for r in results}:
         exercises = {e.grade_id for e in course.exercises(key[1])}
@@ -127,7 +116,8 @@ def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dic
         extra[key] = {
             "handed": deadlines.describe(late) if late else "",
             "late_hours": late["hours"] if late else None,
-            "comments": [c for g, c in comments.get(key, {}).items() if g not in exercises],
+            "late": late,
+            "comments": [c for g, c in hand.comments.get(key, {}).items() if g not in exercises],
         }
     return results, grade_rows, notebooks, extra
 
@@ -138,8 +128,13 @@ def rewrite(out: Path, settings) -> list[dict]:
     total_rows = report.totals(grade_rows, notebooks)
     report.write_grades(out, grade_rows)
     report.write_totals(out, total_rows, notebooks)
+    for r in results:  # each learner's own notebook, annotated, linked from their feedback
+        mine = [g for g in grade_rows if (g["student"], g["notebook"]) == (r.student, r.notebook)]
+        extra[(r.student, r.notebook)]["annotated"] = annotated.write(out, r, mine)
     report.write_feedback(out, grade_rows, results, extra)
-    report.write_class_report(out, grade_rows, total_rows, results, _last_run(out)["ignored"])
+    report.write_class_report(
+        out, grade_rows, total_rows, results, _last_run(out)["ignored"], extra
+    )
     return grade_rows
 
 

@@ -12,12 +12,17 @@ on. The bounds are settings (``grader.settings``); the worker gets only the cell
 
 import time
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
 
 from grader import lifeline
 from grader.intake import rebuild as rebuilding
 from grader.intake.rebuild import Unreadable
+from grader.settings import Snapshot
 
 MB, KB = 2**20, 2**10
+Release = tuple[str, str, str]  # notebook, release version, the file's name as handed in
+Read = tuple[tuple[rebuilding.SubmittedCell, ...], tuple[str, ...]]  # cells, notes
 REAP_SECONDS = 5
 
 
@@ -31,9 +36,9 @@ class Bounds:
     read_memory_mb: int
 
     @classmethod
-    def of(cls, settings: dict) -> "Bounds":
+    def of(cls, settings: Snapshot) -> "Bounds":
         """The bounds of a job's settings (``GraderSettings.snapshot()``)."""
-        return cls(**{name: settings[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: getattr(settings, name) for name in cls.__dataclass_fields__})
 
 
 def over(name: str, what: str) -> Unreadable:
@@ -59,9 +64,9 @@ def _too_deep(bounds: Bounds) -> Unreadable:
     return over("notebook_depth", f"it nests deeper than {bounds.notebook_depth} levels")
 
 
-def depth_over(value, bound: int) -> bool:
+def depth_over(value: object, bound: int) -> bool:
     """Lists and objects nest more than ``bound`` deep in ``value`` (no recursion)."""
-    stack = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
         if isinstance(item, dict | list):
@@ -72,7 +77,7 @@ def depth_over(value, bound: int) -> bool:
     return False
 
 
-def check_parsed(data: dict, bounds: Bounds) -> None:
+def check_parsed(data: dict[str, Any], bounds: Bounds) -> None:
     """The bounds on what was parsed, before it is validated or used."""
     if depth_over(data, bounds.notebook_depth):
         raise _too_deep(bounds)
@@ -86,7 +91,7 @@ def check_parsed(data: dict, bounds: Bounds) -> None:
             raise over("cell_kb", f"a cell holds more than {bounds.cell_kb} kB of source")
 
 
-def parse(raw: bytes, bounds: Bounds, release: tuple) -> tuple[tuple, tuple]:
+def parse(raw: bytes, bounds: Bounds, release: Release) -> Read:
     """(cells, notes) of a submission within ``bounds`` (in any process); ``release`` is
     (notebook, version, name) for the notes on the release it came from."""
     check_bytes(raw, bounds)
@@ -98,14 +103,14 @@ def parse(raw: bytes, bounds: Bounds, release: tuple) -> tuple[tuple, tuple]:
     return tuple(rebuilding.submitted_cells(data)), tuple(notes)
 
 
-def _child(conn, raw: bytes, bounds: Bounds, release: tuple) -> None:
+def _child(conn: Connection, raw: bytes, bounds: Bounds, release: Release) -> None:
     from grader.judging import judge
 
     lifeline.die_with_parent()
     conn.send("started")  # the time limit counts from here, not from the server's start
     try:
         judge.limit_memory(bounds.read_memory_mb)
-        result = ("read", parse(raw, bounds, release))
+        result: tuple[str, Any] = ("read", parse(raw, bounds, release))
     except MemoryError:
         result = ("memory", None)
     except Unreadable as err:
@@ -117,7 +122,7 @@ def _child(conn, raw: bytes, bounds: Bounds, release: tuple) -> None:
     conn.close()
 
 
-def read(raw: bytes, bounds: Bounds, release: tuple) -> tuple[tuple, tuple]:
+def read(raw: bytes, bounds: Bounds, release: Release) -> Read:
     """:func:`parse` in a fresh process limited to ``read_seconds`` and ``read_memory_mb``
     more memory; over either (or a process that dies), :class:`Unreadable` names it."""
     from grader.judging import judge
@@ -128,7 +133,8 @@ def read(raw: bytes, bounds: Bounds, release: tuple) -> tuple[tuple, tuple]:
     process = ctx.Process(target=_child, args=(theirs, raw, bounds, release), daemon=True)
     process.start()
     theirs.close()
-    kind, value, late = "memory", None, False
+    kind, late = "memory", False
+    value: Any = None  # what the child sent with its kind
     try:
         if mine.poll(judge.STARTUP_SECONDS) and mine.recv() == "started":
             start = time.monotonic()
@@ -143,7 +149,8 @@ def read(raw: bytes, bounds: Bounds, release: tuple) -> tuple[tuple, tuple]:
         process.join(REAP_SECONDS)
         mine.close()
     if kind == "read":
-        return value
+        cells, notes = value
+        return tuple(cells), tuple(notes)
     if kind == "unreadable":
         raise Unreadable(value)
     if late:

@@ -12,12 +12,26 @@ and worksheets), and even a notebook that fails schema validation, as long as it
 
 import copy
 import json
+from collections.abc import Callable
+from typing import Any, Literal, TypedDict
 
 import nbformat
+from nbformat import NotebookNode
 from nbgrader.utils import is_grade, is_solution
 
 from grader.course import FORMER_NAMES, grade_id, nbgrader_meta
 from grader.release import METADATA_KEY
+
+Found = Literal["found", "missing"]  # whether an answer cell was in the submission
+
+
+class SubmittedCell(TypedDict):
+    """A submitted cell as :func:`submitted_cells` reads it, from any nbformat version."""
+
+    type: str
+    source: str
+    nbgrader: dict[str, Any]
+    tags: list[str]
 
 
 class Unreadable(Exception):
@@ -42,8 +56,11 @@ def decode(raw: bytes) -> tuple[str, list[str]]:
     raise Unreadable("the file is not text")  # pragma: no cover (latin-1 decodes anything)
 
 
-def parse(raw: bytes) -> tuple[dict, list[str]]:
-    """The notebook's JSON and notes about how it had to be read."""
+def parse(
+    raw: bytes, check: Callable[[dict[str, Any]], None] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The notebook's JSON and notes about how it had to be read; ``check(data)`` (the
+    reading bounds, ``grader.intake.bounded``) runs before anything else is done with it."""
     if not raw.strip():
         raise Unreadable("the notebook file is empty")
     text, notes = decode(raw)
@@ -55,6 +72,8 @@ def parse(raw: bytes) -> tuple[dict, list[str]]:
         ) from None
     if not isinstance(data, dict):
         raise Unreadable("the notebook file is JSON but not a notebook")
+    if check is not None:
+        check(data)
     major = data.get("nbformat")
     if major != 4:
         notes.append(f"old notebook format (nbformat {major})")
@@ -71,18 +90,24 @@ def _text(value) -> str:
     return value if isinstance(value, str) else ""
 
 
-def submitted_cells(data: dict) -> list[dict]:
-    """Every cell of any nbformat version, in order: {type, source, nbgrader, tags}."""
-    raw_cells = data.get("cells")
-    if raw_cells is None:  # nbformat 3: worksheets
-        raw_cells = [
+def raw_cells(data: dict[str, Any]) -> list:
+    """The cells of any nbformat version as they are in the JSON."""
+    found = data.get("cells")
+    if found is None:  # nbformat 3: worksheets
+        worksheets = data.get("worksheets")
+        found = [
             c
-            for ws in data.get("worksheets") or []
-            if isinstance(ws, dict)
-            for c in ws.get("cells") or []
+            for ws in (worksheets if isinstance(worksheets, list) else [])
+            if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+            for c in ws["cells"]
         ]
-    cells = []
-    for cell in raw_cells if isinstance(raw_cells, list) else []:
+    return found if isinstance(found, list) else []
+
+
+def submitted_cells(data: dict[str, Any]) -> list[SubmittedCell]:
+    """Every cell of any nbformat version, in order: {type, source, nbgrader, tags}."""
+    cells: list[SubmittedCell] = []
+    for cell in raw_cells(data):
         if not isinstance(cell, dict):
             continue
         meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
@@ -134,19 +159,21 @@ def is_test(cell) -> bool:
     return bool(is_grade(cell)) and not is_solution(cell)
 
 
-def rebuild(base, cells: list[dict], source_cells=None) -> tuple[object, dict, list[str]]:
+def rebuild(
+    base: NotebookNode, cells: list[SubmittedCell], source_cells: dict[str, str] | None = None
+) -> tuple[NotebookNode, dict[str, Found], list[str]]:
     """The graded notebook: ``base`` with the student's answer sources put in.
     ``source_cells``: {grade_id: the instructor's source}.
 
     Returns (notebook, {grade_id: "found"|"missing"}, structure flags).
     """
     nb = copy.deepcopy(base)
-    by_id: dict[str, list[dict]] = {}
+    by_id: dict[str, list[SubmittedCell]] = {}
     for cell in cells:
         gid = cell["nbgrader"].get("grade_id")
         if isinstance(gid, str):
             by_id.setdefault(gid, []).append(cell)
-    found = {}
+    found: dict[str, Found] = {}
     for cell in nb.cells:
         if not is_answer(cell):
             continue

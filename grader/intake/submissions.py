@@ -21,6 +21,7 @@ import re
 import shutil
 import zipfile
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
@@ -168,10 +169,20 @@ class Unpacker:
         try:
             self.budget.admit_directory(directory_bytes(archive))
             with zipfile.ZipFile(archive) as zf:
+                self._note_twice(zf.infolist(), archive.name)
                 for info in zf.infolist():
                     self._member(zf, info, dest, archive.name)
         except UNREADABLE as err:
             self.notes.append(f"{archive.name}: not a readable zip ({type(err).__name__})")
+
+    def _note_twice(self, infos: list, zip_name: str) -> None:
+        """A name a zip holds more than once: its last copy is the one unpacked."""
+        names = Counter(i.filename.replace("\\", "/") for i in infos if not i.is_dir())
+        self.notes += [
+            f"{zip_name}: `{name}` stands {n} times in it; the last one is used"
+            for name, n in names.items()
+            if n > 1
+        ]
 
     def _member(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, zip_name: str):
         name = info.filename.replace("\\", "/")
@@ -184,7 +195,12 @@ class Unpacker:
         elif parts and not info.is_dir():
             self.budget.charge(n_files=1)
             target = dest.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            try:  # a file and a folder of one name: the later one is skipped, the rest goes on
+                target.parent.mkdir(parents=True, exist_ok=True)
+                open(target, "wb").close()
+            except (FileExistsError, NotADirectoryError, IsADirectoryError):
+                self.notes.append(f"{zip_name}: skipped `{name}` (a file and a folder of one name)")
+                return
             try:
                 with zf.open(info) as src, open(target, "wb") as out:
                     while chunk := src.read(CHUNK):
@@ -212,11 +228,18 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-def _answers_named(path: Path, wanted: set[str]) -> set[str]:
+def head(path: Path, max_bytes: int | None) -> bytes:
+    """A file's bytes, at most ``max_bytes``: a notebook over its bound is refused by its
+    size when read (``grader.intake.bounded``), so what lies past it never matters."""
+    with open(path, "rb") as fh:
+        return fh.read(-1 if max_bytes is None else max_bytes)
+
+
+def _answers_named(path: Path, wanted: set[str], max_bytes: int | None) -> set[str]:
     """The answer grade ids of ``wanted`` a file's cells carry, found without parsing it as
     JSON (a few kB of ``[{},{},...]`` unpacked could be gigabytes of Python objects)."""
     found = set()
-    for match in GRADE_ID.finditer(path.read_bytes()):
+    for match in GRADE_ID.finditer(head(path, max_bytes)):
         if (grade_id := match.group(1).decode(errors="replace")) in wanted:
             found.add(grade_id)
     return found
@@ -243,13 +266,14 @@ def _by_name(path: Path, assignments: list[str]) -> list[tuple[str, int, str]]:
     return matches
 
 
-def _candidates(files: list[Path], assignments: list[str], answer_ids: dict, extra: list):
+def _candidates(files: list[Path], assignments: list[str], answer_ids: dict, extra: list,
+                max_bytes: int | None = None):  # fmt: skip
     """{assignment: [(rank, note, path)]}; files that are no notebook go to ``extra``."""
     candidates: dict[str, list[tuple[int, str, Path]]] = {a: [] for a in assignments}
     for path in files:
         matches = _by_name(path, assignments)
         if not matches and path.suffix.lower() in (".ipynb", ".json", ".txt"):
-            ids = _answers_named(path, set().union(*answer_ids.values()))
+            ids = _answers_named(path, set().union(*answer_ids.values()), max_bytes)
             note = f"submitted as `{path.name}` (recognised by its cells)"
             matches = [(a, 2, note) for a in assignments if ids & answer_ids[a]]
         for a, rank, note in matches:
@@ -260,8 +284,14 @@ def _candidates(files: list[Path], assignments: list[str], answer_ids: dict, ext
 
 
 def collect_student(
-    student: str, root: Path, assignments: list[str], answer_ids: dict, unpacker: Unpacker
+    student: str,
+    root: Path,
+    assignments: list[str],
+    answer_ids: dict,
+    unpacker: Unpacker,
+    max_bytes: int | None = None,
 ) -> Submission:
+    """What ``student`` handed in; of each file, at most ``max_bytes`` are read."""
     sub = Submission(student)
     try:
         files = unpacker.files(root)
@@ -269,12 +299,12 @@ def collect_student(
         sub.refused = str(over)
         sub.notes = {a: list(unpacker.notes) for a in assignments}
         return sub
-    for a, found in _candidates(files, assignments, answer_ids, sub.extra).items():
+    for a, found in _candidates(files, assignments, answer_ids, sub.extra, max_bytes).items():
         if not found:
             continue
         found.sort(key=lambda item: (item[0], len(item[2].parts), str(item[2])))
         rank, note, path = found[0]
-        sub.notebooks[a] = Handed(path.name, path.read_bytes())
+        sub.notebooks[a] = Handed(path.name, head(path, max_bytes))
         sub.notes[a] = [note] if note else []
         if len(found) > 1:
             sub.notes[a].append(f"{len(found)} candidate files; graded `{path.name}`")
@@ -286,24 +316,39 @@ def collect_student(
 
 
 def student_entries(submissions: Path) -> tuple[dict[str, list[Path]], list[str]]:
-    """({student: [folder or zip, ...]}, ignored names) of a submissions folder, checked
-    before anything is unpacked or written. A student's folder comes first: it is graded."""
+    """({student: [folder or zip, ...]}, ["name: why it is no student", ...]) of a
+    submissions folder, checked before anything is unpacked or written. A student's folder
+    comes first: it is graded."""
     if not submissions.exists():
         raise UserError(f"submissions folder {submissions} does not exist")
     if not submissions.is_dir():
         raise UserError(f"{submissions} is not a folder (expected one folder per student)")
     found: dict[str, list[Path]] = {}
-    ignored = []
-    for entry in sorted(p for p in submissions.iterdir() if not p.name.startswith((".", "__"))):
-        if entry.is_dir() and not entry.is_symlink():
+    ignored: dict[str, str] = {}
+    for entry in sorted(submissions.iterdir()):
+        if why := _no_student(entry):
+            ignored[entry.name] = why
+        elif entry.is_dir():
             found.setdefault(entry.name, []).insert(0, entry)
-        elif entry.is_file() and entry.suffix.lower() == ".zip":
-            found.setdefault(entry.stem, []).append(entry)
         else:
-            ignored.append(entry.name)
+            found.setdefault(entry.stem, []).append(entry)
     if not found:
-        raise UserError(_no_students(submissions, ignored))
-    return found, ignored
+        shown = [name for name in ignored if not name.startswith((".", "__"))]
+        raise UserError(_no_students(submissions, shown))
+    return found, [f"{name}: {why}" for name, why in ignored.items()]
+
+
+def _no_student(entry: Path) -> str:
+    """Why an entry of SUBMISSIONS is no student's, or "" when it is one."""
+    if entry.name.startswith("."):
+        return "a hidden name (it starts with a dot)"
+    if entry.name.startswith("__"):
+        return "a system name (it starts with __, as __MACOSX)"
+    if entry.is_symlink() and entry.is_dir():
+        return "a link to a folder (never followed)"
+    if entry.is_dir() or entry.is_file() and entry.suffix.lower() == ".zip":
+        return ""
+    return "not a folder or a zip"
 
 
 def _no_students(submissions: Path, files: list[str]) -> str:
@@ -339,7 +384,8 @@ def collect(entries: dict, assignments: list[str], answer_ids: dict, work: Path,
             for other in others
         ]
         try:
-            students.append(collect_student(student, handed, assignments, answer_ids, unpacker))
+            students.append(collect_student(student, handed, assignments, answer_ids, unpacker,
+                                            settings.notebook_mb * MB + 1))  # fmt: skip
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return students

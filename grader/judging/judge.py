@@ -33,6 +33,7 @@ import io
 import multiprocessing
 import sys
 import time
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -44,6 +45,16 @@ from grader.results import messages
 from grader.run.cases import hidden_cases
 
 EXCEEDED = "grading exceeded its limits"
+
+
+class Verdict(TypedDict):
+    """One test cell's verdict: what :func:`judge` says of each test id."""
+
+    passed: bool
+    message: str
+    flags: list[str]
+
+
 REAP_SECONDS = 5  # a killed judging process is gone well within this
 STARTUP_SECONDS = 300  # for the first judging process of a worker (its server imports torch)
 # What every judging process starts with (forked from a server that imported them once):
@@ -52,6 +63,7 @@ STARTUP_SECONDS = 300  # for the first judging process of a worker (its server i
 PRELOAD = [
     "grader.judging.judge_server",
     "grader.judging.judge",
+    "grader.intake.bounded",  # reading a notebook (nbformat, nbgrader: seconds to import)
     "grader.hidden",
     "attnlib.checks",
     "matplotlib.pyplot",
@@ -142,19 +154,23 @@ def _error_name(info: dict) -> str:
 WITHHELD = "its text is not shown once hidden checks have run; Validate shows it"
 
 
-def error_name(ename, quote: bool) -> str:
+def error_name(ename, quote: bool, bases=()) -> str:
     """The name of an error the learner's code raised, as a message may show it: a name the
     learner chose (their own exception class) only from a cell run before any hidden input
-    reached the kernel (``quote``); otherwise a built-in one, or "Exception"."""
+    reached the kernel (``quote``); otherwise a built-in one: its own, or the first built-in
+    class it derives from (``bases``, as the kernel recorded them), or "Exception"."""
     name = _error_name({"ename": ename})
-    return name if quote or name in _BUILTIN_ERRORS else "Exception"
+    if quote or name in _BUILTIN_ERRORS:
+        return name
+    bases = bases if type(bases) is list else []
+    return next((b for b in bases if type(b) is str and b in _BUILTIN_ERRORS), "Exception")
 
 
 def _raise(info, quote: bool) -> None:
     """Raise what the learner's function raised in the kernel; its text only when ``quote``
     (the call was made before any hidden input reached the kernel)."""
     info = info if isinstance(info, dict) else {}
-    ename = error_name(info.get("ename"), quote)
+    ename = error_name(info.get("ename"), quote, info.get("bases"))
     evalue = str(info.get("evalue", ""))[:500] if quote else WITHHELD
     if ename == "NotImplementedError":
         raise NotImplementedError(evalue)
@@ -367,7 +383,7 @@ def judge_hidden(name: str, cases: list, entry: dict, record: Record):
         result = results[i]
         raised = result.get("raise") if type(result.get("raise")) is dict else None
         if raised is not None and _error_name(raised) != "NotImplementedError":
-            ename = error_name(raised.get("ename"), quote=False)
+            ename = error_name(raised.get("ename"), quote=False, bases=raised.get("bases"))
             return False, f"Hidden check: `{name}` raised {ename} on a hidden input.", flags
 
         def replay(*a, _result=result, **k):
@@ -511,7 +527,7 @@ def point_to_earlier(request: dict, verdicts: dict) -> None:
 # --------------------------------------------------------------------------- bounded
 
 
-def _limit_memory(extra_mb: int) -> None:
+def limit_memory(extra_mb: int) -> None:
     """Let this process grow by ``extra_mb`` beyond what it uses now (address space)."""
     import resource
 
@@ -528,7 +544,7 @@ def _child(conn, request: dict, memory_mb: int) -> None:
     lifeline.die_with_parent()
     conn.send("started")  # the time limit counts from here, not from the server's start
     try:
-        _limit_memory(memory_mb)
+        limit_memory(memory_mb)
         result = judge_notebook(request)
     except MemoryError:
         result = {"exceeded": "memory"}
@@ -544,7 +560,9 @@ def _child(conn, request: dict, memory_mb: int) -> None:
 _CONTEXT: list = []
 
 
-def _context():
+def context() -> Any:
+    """The judging server's start method (forkserver, preloaded): the bounded processes of
+    a worker (judging, reading a notebook: ``grader.intake.bounded``) are forked from it."""
     if not _CONTEXT:
         if "forkserver" in multiprocessing.get_all_start_methods():
             import pkgutil
@@ -567,7 +585,7 @@ def warm() -> None:
     """Start this process's judging server now (it imports torch: seconds) rather than in
     the first notebook's judging: a worker's start-up cost, not that notebook's. Once per
     process."""
-    process = _context().Process(target=_ready, daemon=True)
+    process = context().Process(target=_ready, daemon=True)
     process.start()
     process.join(STARTUP_SECONDS)
     if process.is_alive():  # judging will wait for the server again, within its own limits
@@ -581,7 +599,7 @@ def _ready() -> None:
 def judge_bounded(request: dict, seconds: float, memory_mb: int) -> dict:
     """:func:`judge_notebook` in a fresh process limited to ``seconds`` of wall time and
     ``memory_mb`` more memory; ``{"exceeded": "time"|"memory"}`` when it goes over."""
-    ctx = _context()
+    ctx = context()
     mine, theirs = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(theirs, request, memory_mb), daemon=True)
     process.start()

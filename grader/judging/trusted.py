@@ -34,7 +34,7 @@ class TestCell:
     points: float
     hidden: bool
     source: str  # visible: the release source; hidden: the instructor's source
-    verifies: tuple  # hidden: ((exercise, learner's function name), ...)
+    verifies: tuple[tuple[str, str], ...]  # hidden: ((exercise, learner's function name), ...)
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,15 @@ class Trusted:
     notebook: str
     release: str  # the trusted release notebook, as JSON
     version: str  # its release version
-    exercises: tuple  # course.Exercise of every answer cell
-    tests: tuple  # TestCell of every test cell, in notebook order
+    exercises: tuple[course.Exercise, ...]  # every answer cell's
+    tests: tuple[TestCell, ...]  # every test cell's, in notebook order
     imports: str  # source of the trusted imports cell
-    modules: dict  # {name: module} the imports cell binds
-    source_cells: dict  # {grade_id: instructor's source}
-    shortcuts: dict  # {exercise: {module prefix: names}}: the run-time tripwire's rules
-    demo: frozenset = frozenset()  # indexes of the release's demo cells (grader.run.needs)
-    module_names: frozenset = frozenset()  # names the imports cell binds to modules
-    stubs: dict = field(default_factory=dict)  # {grade_id: release source} of checked answers
+    modules: dict[str, str]  # {name: module} the imports cell binds
+    source_cells: dict[str, str]  # {grade_id: instructor's source}
+    shortcuts: dict[str, dict[str, list[str]]]  # the tripwire's {exercise: {prefix: names}}
+    demo: frozenset[int] = frozenset()  # indexes of the release's demo cells (grader.run.needs)
+    module_names: frozenset[str] = frozenset()  # names the imports cell binds to modules
+    stubs: dict[str, str] = field(default_factory=dict)  # checked answers' release sources
 
 
 def _inputs_hash() -> str:
@@ -87,7 +87,7 @@ def model(notebook: str, folder: Path) -> Trusted:
     text = (folder / notebook / f"{notebook}.ipynb").read_text()
     base = nbformat.reads(text, as_version=4)
     source = nbformat.read(course.source_path(notebook), as_version=4)
-    source_cells = {grade_id(c): c.source for c in source.cells if grade_id(c)}
+    source_cells = {gid: c.source for c in source.cells if (gid := grade_id(c))}
     release_cells = {grade_id(c): c for c in base.cells}
     exercises = course.exercises(notebook)
     tests = []

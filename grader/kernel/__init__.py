@@ -10,9 +10,12 @@ it is instrumentation, the second line behind the OS sandbox (``grader.sandbox``
   be taken back; hidden inputs and oracle answers come back on it only while their test cell
   runs.
 - ``policy``: the audit hook: refuses (and reports) reading outside the notebook's view,
-  writing outside its scratch folder, processes, signals, sockets, databases, and native code
-  loaded or called from notebook code.
+  writing outside its scratch folder, processes, signals, sockets, databases, native code
+  loaded or called from notebook code, and frames, object finders (gc) or a change to the
+  grader's functions asked for by notebook code.
 - ``tamper``: what checks rely on, snapshotted at start, so changes are reported.
 - ``recorders``: what test cells run: they call the learner's functions and record what
   happened; the trusted judge (``grader.judge``) decides the grade outside the kernel.
+- ``torchwatch``: torch's function and dispatch modes, pushed while a graded call runs, so
+  the shortcut tripwire sees torch's builtins however the learner's code reaches them.
 """

@@ -14,6 +14,10 @@ folders (``write`` roots), starting processes, sending signals, changing limits,
 sockets or databases, making links; and native code from notebook code: loading a library
 or looking up a symbol with ctypes, reading raw memory through it, importing cffi. Libraries
 (numpy, torch, ...) may still load their own native code, e.g. when a notebook imports torch.
+Also refused from notebook code: running frames (``sys._getframe``, ``inspect.stack``, a
+traceback's or generator's frame) and object finders (``gc.get_referrers``, ...), through
+which an answer could reach the recorders' arguments and findings, and replacing the code or
+defaults of a grader function.
 """
 
 import os

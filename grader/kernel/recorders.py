@@ -97,7 +97,11 @@ def _raised(err: BaseException) -> dict:
         text = str(err)[:500]
     except Exception:  # noqa: BLE001 (a hostile __str__)
         text = "?"
-    return {"ename": type(err).__name__[:100], "evalue": text}
+    try:  # the classes it derives from: the judge names a built-in one
+        bases = [str(c.__name__)[:100] for c in type(err).__mro__[1:16]]
+    except Exception:  # noqa: BLE001 (a hostile metaclass)
+        bases = []
+    return {"ename": type(err).__name__[:100], "evalue": text, "bases": bases}
 
 
 def params(fn) -> list | None:
@@ -162,8 +166,9 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
                 seen[TAMPERED] = None
             elif getattr(arg, "__name__", None) in builtins_named:
                 seen[torchwatch.qualified(arg)] = None
-        elif event == "return" and modes[0] is None and _torch_imported(frame):
-            modes[0] = torchwatch.push(torch_names, seen)  # imported by the graded call
+        elif event == "return" and frame.f_code.co_name == "<module>" and modes[0] is None:
+            if _torch_imported(frame):  # by the graded call itself: watched from now on
+                modes[0] = torchwatch.push(torch_names, seen)
 
     previous, trace = _GET_PROFILE(), _GET_TRACE()
     policy.set_profile_quietly(profile)
@@ -181,12 +186,8 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
 
 
 def _torch_imported(frame) -> bool:
-    """True at the end of torch's own ``__init__`` (a module body, not a call)."""
-    return (
-        frame.f_code.co_name == "<module>"
-        and frame.f_globals.get("__name__") == torchwatch.TORCH
-        and torchwatch.loaded()
-    )
+    """True at the end of torch's own ``__init__`` (a module body)."""
+    return frame.f_globals.get("__name__") == torchwatch.TORCH and torchwatch.loaded()
 
 
 def _names(source: str) -> list[str]:

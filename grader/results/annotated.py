@@ -12,6 +12,7 @@ Markdown is shown as its text, escaped (a learner's written answer is theirs to 
 included), with `code` spans as code.
 """
 
+import hashlib
 import html
 import json
 import re
@@ -35,10 +36,15 @@ def graded_notebook_path(out: Path, student: str, notebook: str) -> Path:
 
 
 def safe_name(student: str) -> str:
-    """A student id as a feedback file's name: characters other than letters, digits and
-    ``-_.`` replaced by ``_`` (an id may be any folder name)."""
+    """A student id as a name in feedback/: an id of letters, digits and ``-_.`` as it is;
+    any other (a space, a newline, a slash: an id may be any folder name; ``.``, ``..``) with
+    those characters as ``_``, then ``~`` and a hash of the whole id, so no two ids share a
+    page or a folder (no id kept as it is holds ``~``)."""
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student)
-    return safe if safe.strip(".") else "_"  # never "." or "..": it names a folder too
+    if safe == student and safe.strip("."):
+        return safe
+    digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return f"{safe}~{digest}"
 
 
 def page_path(out: Path, student: str, notebook: str) -> Path:

@@ -17,25 +17,14 @@ import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import dateutil.parser
 from nbgrader.utils import parse_utc
 
 from grader.errors import UserError
 from grader.results import out as out_files
+from grader.settings import parse_due  # checked when the settings load
 
 STAMP = "timestamp.txt"
 LATE_ROW = "late_penalty"  # the grades.csv row of a late notebook's penalty
-
-
-def parse_due(text: str) -> datetime:
-    """A due date as written in the settings, as aware UTC; no zone given means UTC."""
-    try:
-        when = dateutil.parser.parse(text)
-    except (ValueError, OverflowError):
-        raise UserError(
-            f"due date {text!r} is not a date (e.g. '2026-12-10 17:00 +01:00')"
-        ) from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def _stamp_time(path: Path) -> datetime | None:

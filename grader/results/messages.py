@@ -14,7 +14,7 @@ UNREADABLE_RESULTS = "Not graded: your results could not be read."  # a test cel
 NO_RESULT_YET = "Not graded yet: no result for this notebook in OUT (grade it with `make grade`)."
 
 
-def past_notebook_limit(seconds) -> str:
+def past_notebook_limit(seconds: float) -> str:
     return f"Not graded: the notebook ran past its {seconds} s time limit."
 
 

@@ -27,6 +27,7 @@ WORK = Path("work")  # OUT's working records (the CSVs, feedback and report sit 
 RESULTS = WORK / "results"  # one JSON result per student and notebook
 RUN = WORK / "run.json"  # what the last grading run saw of SUBMISSIONS
 SEED = WORK / "seed.json"
+SECRET_BITS = 256  # a new OUT's secret: kernels see only keyed hashes of it (grader.seeds)
 
 
 def result_path(out: Path, student: str, notebook: str) -> Path:
@@ -71,6 +72,6 @@ def settle_seed(out: Path, chosen: int | None) -> int:
     """The seed of this run into ``out`` (see the module's rule), recorded there."""
     seed = chosen if chosen is not None else recorded_seed(out)
     if seed is None:
-        seed = secrets.randbits(32)
+        seed = secrets.randbits(SECRET_BITS)
     write_text(out / SEED, json.dumps({"seed": seed}) + "\n")
     return seed

@@ -17,15 +17,17 @@
 """
 
 import html
-import re
 from collections import Counter
 from pathlib import Path
 
-from grader.results import csvfile
+from grader.results import annotated, csvfile, handgrades
 from grader.results.deadlines import LATE_ROW, describe
 from grader.results.result import GRADED, NO_RESULT, Result
 
-GRADES_COLUMNS = ["student", "notebook", "exercise", "points", "max_points", "message", "comment"]
+GRADES_COLUMNS = [
+    *("student", "notebook", "exercise", "points", "max_points", "message", "comment"),
+    "by_hand",  # what formgrader set (grader.results.handgrades); the contract's columns first
+]
 NOT_SUBMITTED = "Notebook not submitted."  # grader.batch.job's message for a missing notebook
 
 
@@ -37,19 +39,22 @@ def _one_line(text) -> str:
     return " ".join(str(text).split())
 
 
-def rows(results: list[Result], manual: dict, comments: dict, late: dict) -> list[dict]:
-    """grades.csv rows, sorted; per (student, notebook): ``manual`` holds formgrader scores,
-    ``comments`` formgrader comments ({grade_id: text}), ``late`` its lateness when late
-    under a penalty (``grader.results.deadlines.lateness``)."""
+def _paragraphs(text: str) -> str:
+    """A comment with its paragraphs and line breaks kept, its ends and line ends trimmed."""
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").strip().split("\n"))
+
+
+def rows(results: list[Result], hand: handgrades.HandGrades, late: dict) -> list[dict]:
+    """grades.csv rows, sorted; ``hand``: what formgrader holds (scores, overrides, extra
+    credit, comments), ``late[(student, notebook)]`` its lateness when late under a penalty
+    (``grader.results.deadlines.lateness``)."""
     out = []
     for res in sorted(results, key=lambda r: (r.student, r.notebook)):
         key = (res.student, res.notebook)
-        scores, notes = manual.get(key, {}), comments.get(key, {})
+        notes = hand.comments.get(key, {})
         mine = []
         for row in res.rows:
-            points, message = row.points, row.message
-            if not row.autograded and row.exercise in scores:
-                points, message = scores[row.exercise], ""
+            points, message, by_hand = handgrades.exercise_points(res, row, hand)
             mine.append(
                 {
                     "student": res.student,
@@ -58,7 +63,8 @@ def rows(results: list[Result], manual: dict, comments: dict, late: dict) -> lis
                     "points": _num(points),
                     "max_points": _num(row.max_points),
                     "message": _one_line(message),
-                    "comment": _one_line(notes.get(row.exercise, "")),
+                    "comment": _paragraphs(notes.get(row.exercise, "")),
+                    "by_hand": by_hand,
                 }
             )
         if key in late:
@@ -80,6 +86,7 @@ def _late_row(mine: list[dict], late: dict) -> dict:
         "max_points": "0",
         "message": describe(late),
         "comment": "",
+        "by_hand": "",
     }
 
 
@@ -123,12 +130,7 @@ padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f3f3f3}.fu
 .lost{color:#a1221b}.muted{color:#666}</style>"""
 
 
-_CODE = re.compile(r"`([^`]+)`")
-
-
-def _message_html(text: str) -> str:
-    """A check's message as HTML: escaped, its `code` spans as <code>."""
-    return _CODE.sub(r"<code>\1</code>", html.escape(text))
+_message_html = annotated.message_html  # escaped, `code` spans as <code>
 
 
 def _page(title: str, body: str) -> str:
@@ -155,14 +157,21 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[Result], ext
             if handed := extra.get(key, {}).get("handed"):
                 body.append(f"<p>{html.escape(handed)}</p>")
             for note in notes.get(key, []):
-                body.append(f"<p class='muted'>Note: {html.escape(note)}</p>")
+                body.append(f"<p class='muted'>Note: {_message_html(note)}</p>")
             if n := left_out.get(key):
                 body.append(
                     f"<p class='muted'>{n} demo cells were not re-run when grading: they only "
                     "teach, and no check depends on them.</p>"
                 )
             for text in extra.get(key, {}).get("comments", []):
-                body.append(f"<p><b>Comment from your instructor:</b> {html.escape(text)}</p>")
+                body.append(
+                    f"<div><b>Comment from your instructor:</b>{annotated.paragraphs(text)}</div>"
+                )
+            if extra.get(key, {}).get("annotated"):
+                body.append(
+                    f"<p><a href='{annotated.link(student, notebook)}'>Your notebook, with "
+                    "each check's message under its cell</a></p>"
+                )
             body.append("<table><tr><th>Exercise</th><th>Points</th><th>What to fix</th></tr>")
             body += [_feedback_row(r) for r in mine if r["notebook"] == notebook]
             body.append("</table>")
@@ -186,24 +195,33 @@ def _feedback_row(r: dict) -> str:
             f"<td>{html.escape(r['message'])}</td></tr>"
         )
     pts = "pending" if r["points"] == "" else r["points"]
-    cls = "full" if r["points"] != "" and r["points"] == r["max_points"] else "lost"
+    cls = "full" if full_marks(r) else "lost"
     comment = (
-        f"<p><b>Comment from your instructor:</b> {html.escape(r['comment'])}</p>"
+        f"<div><b>Comment from your instructor:</b>{annotated.paragraphs(r['comment'])}</div>"
         if r["comment"]
+        else ""
+    )
+    by_hand = (
+        f"<p class='muted'>Points by your instructor: {html.escape(r['by_hand'])}</p>"
+        if r.get("by_hand")
         else ""
     )
     return (
         f"<tr><td><code>{html.escape(r['exercise'])}</code></td>"
         f"<td class='{cls}'>{html.escape(pts)} / {r['max_points']}</td>"
-        f"<td>{_message_html(r['message'])}{comment}</td></tr>"
+        f"<td>{_message_html(r['message'])}{by_hand}{comment}</td></tr>"
     )
+
+
+def full_marks(r: dict) -> bool:
+    """Whether a grades.csv row has every point (extra credit may put it above)."""
+    return r["points"] != "" and float(r["points"]) >= float(r["max_points"])
 
 
 def feedback_path(out: Path, student: str) -> Path:
     """``OUT/feedback/<student>.html``, the id's characters other than letters, digits and
     ``-_.`` replaced by ``_`` (an id may be any folder name)."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student) or "_"
-    return out / "feedback" / f"{safe}.html"
+    return out / "feedback" / f"{annotated.safe_name(student)}.html"
 
 
 def exercise_stats(grade_rows: list[dict]) -> list[dict]:
@@ -216,7 +234,7 @@ def exercise_stats(grade_rows: list[dict]) -> list[dict]:
     for notebook, exercise in sorted(seen, key=lambda key: key[0]):
         mine = [r for r in grade_rows if (r["notebook"], r["exercise"]) == (notebook, exercise)]
         scored = [r for r in mine if r["points"] != ""]
-        full = [r for r in scored if r["points"] == r["max_points"]]
+        full = [r for r in scored if full_marks(r)]
         messages = Counter(r["message"] for r in scored if r["message"])
         stats.append(
             {
@@ -276,26 +294,38 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _late_section(grade_rows: list[dict]) -> list[str]:
-    late = [r for r in grade_rows if r["exercise"] == LATE_ROW]
+def _late_section(grade_rows: list[dict], extra: dict) -> list[str]:
+    """Every late notebook once, under any late policy (``none`` only states it)."""
+    late = {k: e["late"] for k, e in sorted(extra.items()) if e.get("late") and e["late"]["hours"]}
     if not late:
         return []
-    return (
-        [
-            "<h2>Late work</h2><table><tr><th>Student</th><th>Notebook</th><th>Penalty</th>"
-            "<th>When</th></tr>"
-        ]  # fmt: skip
-        + [
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(c)}</td>"
-                for c in (r["student"], r["notebook"], r["points"], r["message"])
-            )
-            + "</tr>"
-            for r in late
-        ]
-        + ["</table>"]
-    )
+    taken = {(r["student"], r["notebook"]): r["points"] for r in grade_rows
+             if r["exercise"] == LATE_ROW}  # fmt: skip
+    body = ["<h2>Late work</h2><table><tr><th>Student</th><th>Notebook</th><th>Penalty</th>"
+            "<th>When</th></tr>"]  # fmt: skip
+    for (student, notebook), lateness in late.items():
+        cells = (student, notebook, taken.get((student, notebook), "0"), describe(lateness))
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return [*body, "</table>"]
+
+
+def _by_hand_section(grade_rows: list[dict]) -> list[str]:
+    """The points formgrader changed beyond grading written answers: overrides, extra credit."""
+    changed = [r for r in grade_rows if r.get("by_hand", "") not in ("", handgrades.GRADED)]
+    if not changed:
+        return []
+    body = ["<h2>Points set by hand</h2><table><tr><th>Student</th><th>Notebook</th>"
+            "<th>Exercise</th><th>Points</th><th>How</th></tr>"]  # fmt: skip
+    for r in changed:
+        cells = (r["student"], r["notebook"], r["exercise"], r["points"], r["by_hand"])
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return [*body, "</table>"]
+
+
+def _handed_nothing(results) -> str:
+    """The students with no notebook handed in (a roster's, or an empty folder)."""
+    students = sorted({r.student for r in results} - {r.student for r in results if submitted(r)})
+    return f"<p>Handed in nothing: {html.escape(', '.join(students))}.</p>" if students else ""
 
 
 def _flag_rows(results, sandboxed: bool) -> list[dict]:
@@ -372,7 +402,7 @@ def _timing_section(results, sandboxed: bool) -> list[str]:
     ]
 
 
-def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> None:
+def write_class_report(out: Path, grade_rows, total_rows, results, ignored, extra) -> None:
     """``report/``; results graded without the sandbox say so in its header and flags.csv."""
     sandboxed = all(r.sandboxed for r in results)
     folder = out / "report"
@@ -391,9 +421,11 @@ def write_class_report(out: Path, grade_rows, total_rows, results, ignored) -> N
         f"Files: <a href='../grades.csv'>grades.csv</a>, <a href='../totals.csv'>"
         "totals.csv</a>, <a href='exercises.csv'>exercises.csv</a>, "
         "<a href='flags.csv'>flags.csv</a>.</p>",
+        _handed_nothing(results),
         "<img src='histogram.png' alt='score histogram'>",
         *_exercises_table(stats),
-        *_late_section(grade_rows),
+        *_late_section(grade_rows, extra),
+        *_by_hand_section(grade_rows),
         *_flagged_section(flag_rows),
         *_notes_section(results, ignored),
         *_timing_section(results, sandboxed),

@@ -5,7 +5,7 @@ kernel (``grader.run.kernelrun``), the judge draws the same to check the answers
 import numpy as np
 
 
-def hidden_cases(name: str, seed: int) -> list[tuple]:
+def hidden_cases(name: str, seed: int) -> list[tuple[object, ...]]:
     """The hidden inputs of exercise ``name`` drawn with ``seed`` (the same in the worker,
     which sends them to the kernel, and in the judge)."""
     from grader.hidden import spec  # the catalogue: loaded when a case is first drawn

@@ -9,13 +9,16 @@ rlimits.
 """
 
 import errno
+import logging
 import os
 import signal
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_FS = Path("/sys/fs/cgroup")
+log = logging.getLogger(__name__)
 CPU_PERIOD_US = 100_000
 V1 = ("memory", "cpu", "pids")  # the cgroup v1 hierarchies used
 MEMSW = "memory.memsw.limit_in_bytes"  # v1: memory + swap
@@ -103,7 +106,8 @@ def create(path: str, limits: Limits, fs: Path = CGROUP_FS, nested: bool = False
             for file, value in values.items():
                 if (folder / file).exists():
                     _write(folder / file, value)
-    except OSError:
+    except OSError as err:
+        log.debug("no cgroup %s (%s): rlimits only", path, err)
         remove(made)
         return []
     return made
@@ -160,7 +164,7 @@ KILL_SECONDS = 10  # killing a process that forks as it dies ends within this, e
 REMOVE_SECONDS = 2  # a cgroup stays busy a moment after its last process was killed
 
 
-def kill_until_gone(find, wait: float = KILL_SECONDS) -> None:
+def kill_until_gone(find: Callable[[], Iterable[int]], wait: float = KILL_SECONDS) -> None:
     """SIGKILL the processes ``find()`` lists until it lists none, for ``wait`` seconds at
     most (a process may fork while it is being killed)."""
     deadline = time.monotonic() + wait

@@ -30,23 +30,37 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from time import monotonic
+from typing import TypedDict
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, List
 
 from grader.course import grade_id
 from grader.run import cgroups, sandbox
 from grader.run.stream import KernelStream, Windows
+from grader.settings import Snapshot
 
 TIMEOUT_ENAME = "GraderCellTimeout"
 KERNEL = [sys.executable, "-m", "grader.kernel", "-f", "{connection_file}"]
 PROVISIONERS = "jupyter_client.kernel_provisioners"  # the entry point group
 PROVISIONER = "attn-grading-sandbox"  # ours, in pyproject.toml
 REAP_SECONDS = 5  # as long as jupyter_client waits for a killed kernel before giving up
+STARTUP_SECONDS = 60  # nbclient's own limit for a kernel to answer; less when time runs out
+
+
+class CellStatus(TypedDict, total=False):
+    """How one cell's run ended (``status``: ok, error, timeout, died, deadline, not-run)."""
+
+    status: str
+    seconds: float
+    ename: str
+    evalue: str
+    flooded: bool
 
 
 class SandboxProvisioner(LocalProvisioner):
@@ -124,6 +138,8 @@ class Plan:
     limits: object  # grader.run.cgroups.Limits of each sandbox as a whole (sandboxed)
     grace: float  # GraderSettings.stream_grace
     trusted_timeout: int  # the per-cell limit of the trusted imports cell
+    deadline: float  # monotonic time by which the notebook's kernels end (all its runs)
+    seccomp: str | None = None  # the system-call filter's file (grader.run.seccomp)
 
 
 class SandboxedExecute(Execute):
@@ -132,14 +148,14 @@ class SandboxedExecute(Execute):
     # Its cell loop (_run) drives nbclient's: setup_kernel with a preset km, execute_cell,
     # output, the km/kc reset; each use is marked where it is made.
 
-    def __init__(self, settings: dict, **kwargs):
+    def __init__(self, settings: Snapshot, **kwargs):
         """``settings``: the job's GraderSettings snapshot, the one source of its limits."""
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         kwargs.setdefault("kernel_name", "python3")
-        super().__init__(timeout=settings["cell_timeout"], **kwargs)
-        self.notebook_timeout = settings["notebook_timeout"]  # seconds for the whole notebook
-        self.max_output_chars = settings["max_output_chars"]  # output kept per cell
-        self.max_restarts = settings["max_restarts"]  # kernel restarts before giving up
+        super().__init__(timeout=settings.cell_timeout, **kwargs)
+        self.notebook_timeout = settings.notebook_timeout  # seconds for the whole notebook
+        self.max_output_chars = settings.max_output_chars  # output kept per cell
+        self.max_restarts = settings.max_restarts  # kernel restarts before giving up
         # Overrides nbclient internals (pinned in pyproject.toml); guarded by
         # tests/test_overrides.py::test_a_timeout_is_the_grader_s_error_with_no_interrupt
         self.error_on_timeout = {"ename": TIMEOUT_ENAME, "evalue": "", "traceback": []}
@@ -186,6 +202,7 @@ class SandboxedExecute(Execute):
                 uid=plan.uid,
                 scratch_mb=plan.scratch_mb,
                 shm_mb=plan.shm_mb,
+                seccomp=plan.seccomp,
             )
             if self.group:
                 command = cgroups.join_command(self.group, command)
@@ -233,9 +250,9 @@ class SandboxedExecute(Execute):
         self._chars: dict[tuple, int] = {}
         self.flooded: set[int] = set()
         self.replaying = False
-        deadline = monotonic() + self.notebook_timeout
+        deadline = plan.deadline  # one budget for the notebook's runs (grader.batch.job)
         self.timeout_func = self._cell_timeout(plan, deadline)
-        status: dict[int, dict] = {}
+        status: dict[int, CellStatus] = {}
         pending = [
             i
             for i, c in enumerate(nb.cells)
@@ -245,12 +262,17 @@ class SandboxedExecute(Execute):
         restarts = 0
         while pending and not _lost(plan, status):
             self._current = None
+            if monotonic() >= deadline:  # no kernel starts once the notebook's time is up
+                status.update((i, {"status": "deadline"}) for i in pending)
+                pending.clear()
+                break
+            self.startup_timeout = max(1, min(STARTUP_SECONDS, int(deadline - monotonic())))
             stream, env = self._kernel(plan)
             try:
                 with self.setup_kernel(cwd=plan.cwd, env=env, stderr=stderr):
                     if plan.sandboxed:
                         sandbox.seal(self.ipc, plan.uid, self.km.provisioner.process.pid)
-                    self._replay(nb, replay)
+                    self._replay(nb, replay, deadline)
                     self._run_pending(nb, plan, stream, pending, status, replay, deadline)
             except (DeadKernelError, _Stuck, RuntimeError, TimeoutError) as err:
                 self._after_crash(err, pending, status, replay)
@@ -280,10 +302,13 @@ class SandboxedExecute(Execute):
 
         return timeout
 
-    def _replay(self, nb, replay: list[int]) -> None:
-        """Run again, in a fresh kernel, the cells that defined the learner's names."""
+    def _replay(self, nb, replay: list[int], deadline: float) -> None:
+        """Run again, in a fresh kernel, the cells that defined the learner's names (until
+        the deadline: then the cells left say so)."""
         self.replaying = True
         for idx in list(replay):
+            if monotonic() >= deadline:
+                break
             self._current = idx
             cell = nb.cells[idx].copy()
             cell.outputs = []
@@ -348,7 +373,7 @@ def _timed_out(cell) -> bool:
     )
 
 
-def _status(cell, seconds: float) -> dict:
+def _status(cell: NotebookNode, seconds: float) -> CellStatus:
     if _timed_out(cell):
         return {"status": "timeout", "seconds": round(seconds, 3)}
     for out in cell.get("outputs", []):

@@ -8,13 +8,19 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
+from nbformat import NotebookNode
 
 from grader import course, seeds
 from grader.course import grade_id
-from grader.run import cgroups, sandbox
+from grader.run import cgroups, sandbox, seccomp
 from grader.run.cases import hidden_cases
+
+if TYPE_CHECKING:  # imported where used: numpy and nbclient load only in a run
+    from grader.run.execute import CellStatus
+    from grader.run.stream import Window, Windows
 
 SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
 CPU_SECONDS_SPARE = 30  # CPU time beyond notebook_timeout: the wall clock stops a notebook first
@@ -25,30 +31,31 @@ class KernelRun:
     """What one run left: the notebook as run, its cells' statuses, the stream's windows and
     what the executor saw of the sandbox."""
 
-    run_nb: object  # the instrumented copy, with its outputs
-    status: dict  # run notebook cell index -> status
-    windows: object  # grader.run.stream.Windows
-    cell_windows: dict  # cell index -> grader.run.stream.Window
+    run_nb: NotebookNode  # the instrumented copy, with its outputs
+    status: "dict[int, CellStatus]"  # run notebook cell index -> status
+    windows: "Windows"
+    cell_windows: "dict[int, Window]"  # cell index -> its window
     kernel_starts: int
     flooded: bool
     leftovers: int  # processes that outlived their kernel
-    exceeded: tuple  # the cgroup limits the notebook hit
+    exceeded: tuple[str, ...]  # the cgroup limits the notebook hit
     cgroup: bool  # the limits applied through a cgroup (else rlimits per process)
 
 
 def job_seed(job, name: str = "") -> int:
-    return seeds.derived(job.settings["seed"], job.student, job.notebook, name)
+    return seeds.keyed(job.settings.seed, job.student, job.notebook, name)
 
 
-def run(job, nb, skip: frozenset) -> KernelRun:
-    """Run the instrumented copy of ``nb`` without the cells ``skip``, in a private folder."""
+def run(job, nb, skip: frozenset, deadline: float) -> KernelRun:
+    """Run the instrumented copy of ``nb`` without the cells ``skip``, in a private folder,
+    its kernels ending by ``deadline`` (monotonic)."""
     from grader.run.execute import SandboxedExecute
 
     run_nb, windows, cell_windows = _instrument(job, nb)
     folder = Path(sandbox.private_folder())
     try:
         executor = SandboxedExecute(job.settings)
-        plan = _plan(job, nb, skip, folder, windows, cell_windows)
+        plan = _plan(job, nb, skip, folder, windows, cell_windows, deadline)
         with open(folder / "kernel.stderr", "w") as stderr:
             status = executor.run(run_nb, plan, stderr=stderr)
     finally:
@@ -149,25 +156,25 @@ def _kernel_settings(job, scratch: Path, tmp: str) -> dict:
         "read": sandbox.read_roots(),
         "write": [str(scratch), tmp],
         "libraries": sandbox.library_roots(),
-        "memory_bytes": cfg["memory_mb"] * 2**20 if cfg["memory_mb"] else None,
-        "cpu_seconds": cfg["notebook_timeout"] + CPU_SECONDS_SPARE,
-        "fsize_bytes": cfg["file_mb"] * 2**20,
-        "processes": cfg["max_processes"] if cfg["sandbox"] else None,
+        "memory_bytes": cfg.memory_mb * 2**20 if cfg.memory_mb else None,
+        "cpu_seconds": cfg.notebook_timeout + CPU_SECONDS_SPARE,
+        "fsize_bytes": cfg.file_mb * 2**20,
+        "processes": cfg.max_processes if cfg.sandbox else None,
         "seed": job_seed(job),
     }
 
 
-def _plan(job, nb, skip: frozenset, folder: Path, windows, cell_windows):
+def _plan(job, nb, skip: frozenset, folder: Path, windows, cell_windows, deadline: float):
     from grader.run.execute import Plan
 
     cfg = job.settings
-    sandboxed = cfg["sandbox"]
+    sandboxed = cfg.sandbox
     # In the sandbox the scratch folder is a tmpfs at a fixed path, outside its private /tmp,
     # so nothing next to it is readable; without the sandbox it is a folder of the job's.
     scratch = SANDBOX_HOME if sandboxed else folder / "scratch"
     tmp = "/tmp" if sandboxed else str(scratch / "tmp")
     files, folders = _scratch_files(job, nb, folder, scratch, tmp, sandboxed)
-    slot = sandbox.slot(cfg["sandbox_uid"], cfg["sandbox_slots"]) if sandboxed else None
+    slot = sandbox.slot(cfg.sandbox_uid, cfg.sandbox_slots) if sandboxed else None
     tests = {t.id for t in job.trusted.tests}
     state_cells = {
         i for i, c in enumerate(nb.cells) if c.cell_type == "code" and grade_id(c) not in tests
@@ -186,9 +193,11 @@ def _plan(job, nb, skip: frozenset, folder: Path, windows, cell_windows):
         folders=folders,
         sandboxed=sandboxed,
         uid=slot.uid if slot else None,
-        scratch_mb=cfg["scratch_mb"],
-        shm_mb=cfg["shm_mb"],
-        limits=cgroups.Limits(cfg["memory_mb"], cfg["sandbox_cpus"], cfg["max_processes"]),
-        grace=cfg["stream_grace"],
-        trusted_timeout=cfg["validate_timeout"],
+        scratch_mb=cfg.scratch_mb,
+        shm_mb=cfg.shm_mb,
+        limits=cgroups.Limits(cfg.memory_mb, cfg.sandbox_cpus, cfg.max_processes),
+        grace=cfg.stream_grace,
+        trusted_timeout=cfg.validate_timeout,
+        deadline=deadline,
+        seccomp=seccomp.write(str(folder)) if sandboxed and cfg.seccomp else None,
     )

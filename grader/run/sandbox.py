@@ -60,6 +60,7 @@ GROUP = "attn-grader"  # the sandboxes' cgroups: GROUP/w<worker pid>-<n>
 _GROUPS = itertools.count()
 SEAL = [sys.executable, "-m", "grader.run.remount"]  # + PID PATH, in a process of its own
 HELPER_SECONDS = 30  # the bwrap probe and the seal helper take milliseconds: longer, a broken host
+FILTER_FD = 9  # the system-call filter's descriptor, for bwrap --seccomp
 LEFTOVER_WAIT_SECONDS = 3.0  # a killed sandbox's processes take a moment to go
 
 
@@ -320,9 +321,12 @@ def command(
     uid: int | None,
     scratch_mb: int,
     shm_mb: int = 64,
+    seccomp: str | None = None,
 ) -> list[str]:
     """The full command that runs ``kernel_argv`` in a sandbox. ``files``: {path inside
-    scratch: host file} bound read-only; ``folders``: writable folders made inside scratch."""
+    scratch: host file} bound read-only; ``folders``: writable folders made inside scratch;
+    ``seccomp``: a system-call filter's file (``grader.run.seccomp``), opened on the host as
+    file descriptor 9 and loaded by the last ``bwrap``, right before the kernel starts."""
     view = _View()
     # The private /tmp first: a checkout or venv that lives under /tmp is bound on top of it.
     view.tmpfs("/tmp", scratch_mb, "1777")
@@ -343,21 +347,24 @@ def command(
         view.add("--ro-bind", src, dest)
     view.add("--bind", ipc)
     pdeathsig = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+    # sh opens the filter and execs: the file descriptor crosses setpriv and the first bwrap.
+    opened = ["sh", "-c", f'exec "$@" {FILTER_FD}<"$0"', seccomp] if seccomp else []
+    filtered = ["--seccomp", str(FILTER_FD)] if seccomp else []
     if uid is None:
         return [
-            *pdeathsig, "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
+            *opened, *pdeathsig, "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox",
             # The folders bwrap made are the user's own here: the root holding them read-only.
-            *view.args, "--remount-ro", "/", "--chdir", scratch, "--", *kernel_argv,
+            *view.args, "--remount-ro", "/", *filtered, "--chdir", scratch, "--", *kernel_argv,
         ]  # fmt: skip
     return [
-        *pdeathsig, "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+        *opened, *pdeathsig, "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc",
         "--unshare-uts", "--unshare-cgroup", "--die-with-parent", "--new-session",
         "--hostname", "sandbox", *view.args, "--chdir", scratch, "--",
         "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
         "--inh-caps=-all", "--bounding-set=-all", "--",
         "bwrap", "--unshare-user", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
         # --dev-bind: the outer sandbox's device nodes (its read-only /dev) keep working.
-        "--dev-bind", "/", "/", "--proc", "/proc", "--chdir", scratch, "--",
+        "--dev-bind", "/", "/", "--proc", "/proc", *filtered, "--chdir", scratch, "--",
         *kernel_argv,
     ]  # fmt: skip

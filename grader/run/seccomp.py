@@ -89,24 +89,19 @@ def program(machine: str | None = None) -> bytes:
         raise Unsupported(f"no system-call filter for {machine} (only {', '.join(ARCHES)})")
     arch, x32, numbers = ARCHES[machine]
     refused = [numbers[name] for name in REFUSED if name in numbers]
-    # Layout: checks, then the returns they jump to (offsets count from the next op).
-    body = [(LD_ABS, NR)]
+    # Layout: checks, then the returns they jump to (offsets count from the next op); each
+    # check is (code, k, the label it jumps to when true, or "").
+    body: list[tuple[int, int, str]] = [(LD_ABS, NR, "")]
     if x32:
         body.append((JGE, X32_BIT, "kill"))
     body += [(JEQ, nr, "deny") for nr in refused]
-    body += [(JEQ, numbers["clone3"], "enosys"), (JEQ, numbers["clone"], "clone"), "allow"]
-    body += [(LD_ABS, ARG0_LOW), (JSET, NEW_NAMESPACES, "deny"), "allow"]
+    body += [(JEQ, numbers["clone3"], "enosys"), (JEQ, numbers["clone"], "clone"), (RET, ALLOW, "")]
+    body += [(LD_ABS, ARG0_LOW, ""), (JSET, NEW_NAMESPACES, "deny"), (RET, ALLOW, "")]
     labels = {"clone": len(body) - 3, "deny": len(body), "enosys": len(body) + 1}
     labels["kill"] = len(body) + 2
     ops = [_op(LD_ABS, ARCH), _op(JEQ, arch, 0, labels["kill"])]  # else: kill
-    for at, item in enumerate(body):
-        if item == "allow":
-            ops.append(_op(RET, ALLOW))
-        elif len(item) == 2:
-            ops.append(_op(*item))
-        else:
-            code, k, label = item
-            ops.append(_op(code, k, labels[label] - at - 1))
+    ops += [_op(code, k, labels[label] - at - 1 if label else 0)
+            for at, (code, k, label) in enumerate(body)]  # fmt: skip
     ops += [_op(RET, ERRNO | 1), _op(RET, ERRNO | 38), _op(RET, KILL_PROCESS)]  # EPERM, ENOSYS
     return b"".join(ops)
 
