@@ -162,30 +162,34 @@ def char_labels(tokens):
     return ["BOS" if int(t) == BOS else decode([t]) for t in tokens]
 
 
-def held_out_stretches(n=2, chars=STRETCH_CHARS):
+def held_out_stretches(n=2, chars=STRETCH_CHARS, sample=None):
     """``{name: text}``: ``n`` held-out stretches of ``chars`` characters, from places spread
-    over the shipped sample, each starting a paragraph; then one half-stretch written twice
-    (``r + r``), where an induction head has something to copy."""
+    over ``sample`` (default: the docstring model's shipped held-out text), each starting a
+    paragraph; then one half-stretch written twice (``r + r``), where an induction head has
+    something to copy."""
     from attnlib.realtext import held_out_sample
 
-    sample = held_out_sample()
-    starts = [sample.index("\n\n", i * len(sample) // (n + 1)) + 2 for i in range(n + 1)]
+    sample = held_out_sample() if sample is None else sample
+    paragraphs = [sample.index("\n\n", i * len(sample) // (n + 1)) + 2 for i in range(n + 1)]
+    # each from its paragraph's first visible character (source indents with runs of spaces)
+    starts = [p + len(sample[p:]) - len(sample[p:].lstrip()) for p in paragraphs]
     found = {f"held-out text {i + 1}": sample[s : s + chars] for i, s in enumerate(starts[:n])}
     r = sample[starts[n] : starts[n] + chars // 2]
     found["held-out text written twice (r + r)"] = r + r
     return found
 
 
-def explore_text(model, text=None, title=None):
-    """An :class:`Explorer` of a real-text model: on the held-out stretches (the page picks
-    one), or on ``text``, your own (at most ``OWN_TEXT_CHARS`` printable ASCII characters)."""
+def explore_text(model, text=None, title=None, sample=None):
+    """An :class:`Explorer` of a real-text model: on held-out stretches of ``sample`` (the
+    page picks one; default: the docstring model's held-out text), or on ``text``, your own
+    (at most ``OWN_TEXT_CHARS`` printable ASCII characters)."""
     import torch
 
     from attnlib.realtext import BOS, encode
 
     if text is not None and not 0 < len(text) <= OWN_TEXT_CHARS:
         raise ValueError(f"type 1 to {OWN_TEXT_CHARS} characters, not {len(text)}")
-    texts = {"your text": text} if text is not None else held_out_stretches()
+    texts = {"your text": text} if text is not None else held_out_stretches(sample=sample)
     maps = []
     for name, chars in texts.items():
         tokens = torch.cat([torch.tensor([BOS]), encode(chars)])  # refuses other characters

@@ -180,6 +180,7 @@ def label_repeat_maps(fig, tokens, period, every=4):
         ax.axhline(period + 0.5, color="white", lw=0.8, ls="--")
     return fig
 
+
 def baselines(text):
     """Losses (nats per character) of two models without context, on ``text``: a uniform
     guess over the characters, and each character's frequency in ``text`` itself."""

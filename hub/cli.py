@@ -9,7 +9,7 @@ import argparse
 import sqlite3
 import subprocess
 import sys
-from dataclasses import fields
+from collections.abc import Callable
 from pathlib import Path
 
 from grader import logs
@@ -17,17 +17,17 @@ from hub import settings
 from hub.environment import SetupError
 
 
-def _start_options(parser) -> None:
-    for f in fields(settings.Settings):
-        if f.name in ("root", "course_id"):
+def _start_options(parser: argparse.ArgumentParser) -> None:
+    defaults = settings.Settings(course_id="-")  # the course's own id is never an option
+    for name, trait in sorted(settings.Settings.class_traits(config=True).items()):
+        if name in ("root", "course_id"):
             continue
-        option = "--" + f.name.replace("_", "-")
-        if f.name == "instructors":
-            parser.add_argument(option, nargs="+", metavar="NAME",
-                                help="instructor user names (default: instructor)")  # fmt: skip
+        option, value = "--" + name.replace("_", "-"), getattr(defaults, name)
+        text = f"{trait.help.rstrip('.')} (default: {value})"
+        if name == "instructors":
+            parser.add_argument(option, nargs="+", metavar="NAME", help=text)
         else:
-            kind = type(f.default)
-            parser.add_argument(option, type=kind, help=f"default: {f.default}")
+            parser.add_argument(option, type=type(value), help=text)
     parser.add_argument("--student-password", help="the room's password (default: made once)")
     parser.add_argument("--instructor-password", help="at least 32 characters (default: made)")
 
@@ -52,19 +52,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings_for_start(args) -> settings.Settings:
-    given = {f.name: getattr(args, f.name) for f in fields(settings.Settings)
-             if getattr(args, f.name, None) is not None}  # fmt: skip
+def _settings_for_start(args: argparse.Namespace) -> settings.Settings:
+    given = {name: getattr(args, name) for name in settings.Settings.class_trait_names(config=True)
+             if getattr(args, name, None) is not None}  # fmt: skip
     root = settings.root_folder(args.root)
     try:  # a restart keeps the options of the last start unless given again
-        saved = vars(settings.load(root)) if settings.settings_file(root).is_file() else {}
+        saved = settings.load(root).values() if settings.settings_file(root).is_file() else {}
     except SetupError:
         saved = {}
     saved.pop("course_id", None)  # always the course's own
     return settings.Settings(**saved | given | {"root": root.resolve()})
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     for package in ("hub", "grader"):
         logs.configure(args.log_level, args.debug, package)
@@ -82,7 +82,8 @@ def main(argv=None) -> int:
 
         if args.command == "totals":
             return instructor.totals(s)
-        return getattr(instructor, args.command)(s, args.notebooks)
+        command: Callable[[settings.Settings, list[str]], int] = getattr(instructor, args.command)
+        return command(s, args.notebooks)
     except SetupError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -77,14 +78,14 @@ def interpreter(python_home: Path) -> Path:
     return copy
 
 
-def _link_tree(src: Path, dest: Path, skip=lambda name: False) -> None:
-    def link(s, d):
+def _link_tree(src: Path, dest: Path, skip: Callable[[str], bool] = lambda name: False) -> None:
+    def link(s: str, d: str) -> None:
         try:
             os.link(s, d)
         except OSError:
             shutil.copy2(s, d)
 
-    def ignore(folder, names):
+    def ignore(folder: str, names: list[str]) -> list[str]:
         return [n for n in names if skip(n)]
 
     shutil.copytree(src, dest, symlinks=True, copy_function=link, ignore=ignore, dirs_exist_ok=True)

@@ -12,7 +12,7 @@ import sys
 from hub import settings
 from hub.spawner import CourseSpawner, WorkshopAuthenticator
 
-c = get_config()  # noqa: F821 (provided by JupyterHub when it loads this file)
+c = get_config()  # type: ignore[name-defined]  # noqa: F821 (JupyterHub provides it)
 s = settings.load()
 secrets = json.loads(s.passwords_file.read_text())
 

@@ -10,7 +10,10 @@ copy); anything else stops the copy with ``NotAPlainFile``.
 import os
 import shutil
 import stat
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+Ignore = Callable[[str, list[str]], Iterable[str]]  # as shutil.copytree's ignore
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -20,7 +23,7 @@ class NotAPlainFile(OSError):
     """Something in the folder is a link or neither a folder nor a plain file."""
 
 
-def copy_tree(src: str, dest: str, ignore) -> None:
+def copy_tree(src: str, dest: str, ignore: Ignore) -> None:
     """``shutil.copytree(src, dest, ignore=ignore)`` that fails on any link, wherever it is."""
     try:
         fd = os.open(src, DIR_FLAGS)
@@ -32,7 +35,7 @@ def copy_tree(src: str, dest: str, ignore) -> None:
         os.close(fd)
 
 
-def _copy_folder(fd: int, real: str, shown: str, dest: Path, ignore) -> None:
+def _copy_folder(fd: int, real: str, shown: str, dest: Path, ignore: Ignore) -> None:
     """Copy the open folder ``fd`` (at ``real``; ``shown`` in messages) into ``dest``."""
     dest.mkdir(parents=True)
     names = os.listdir(fd)

@@ -117,7 +117,7 @@ def require_own_pid_namespaces() -> None:
         )
 
 
-def banner(s: Settings, passwords: dict) -> str:
+def banner(s: Settings, passwords: dict[str, str]) -> str:
     where = "this machine's address" if s.ip in ("0.0.0.0", "") else s.ip
     return "\n".join([
         f"Workshop server for {s.course_id}: http://{where}:{s.port}/",

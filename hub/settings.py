@@ -1,19 +1,27 @@
-"""The workshop server's settings: one object, saved as ``ROOT/settings.json``.
+"""The workshop server's settings: one traitlets object, saved as ``ROOT/settings.json``.
 
-``python -m hub start`` makes it from its options and saves it; JupyterHub's config file,
-the spawner, the instructor's commands and ``python -m hub end`` read it back (from
-``ATTN_HUB_ROOT``, which the hub sets for every server it starts). Every folder of the
-server lives under ROOT; the course id is the course's own (``nbgrader_config.py``).
+The same machinery as the grader's settings (``grader.settings.GraderSettings``): typed
+traits, each checked as it is set, a bad value one line of error. ``python -m hub start``
+makes them from its options and saves them; JupyterHub's config file, the spawner, the
+instructor's commands and ``python -m hub end`` read them back (from ``ATTN_HUB_ROOT``,
+which the hub sets for every server it starts). Every folder of the server lives under
+ROOT; the course id is the course's own (``nbgrader_config.py``).
 """
 
+import ipaddress
 import json
+import math
 import os
+import re
 import secrets
 import sys
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
-from grader.course import REPO_ROOT  # noqa: F401 (hub/ and grader/ always sit in one checkout)
+from traitlets import Float, Integer, List, TraitError, TraitType, Unicode, default, validate
+from traitlets.config import Configurable
+
+from grader.course import REPO_ROOT as REPO_ROOT  # hub/ and grader/ sit in one checkout
 from grader.errors import UserError
 from grader.settings import course_id
 
@@ -26,23 +34,96 @@ def proxy_command() -> Path:
     return Path(sys.prefix, "chp", "node_modules", ".bin", "configurable-http-proxy")
 
 
-@dataclass
-class Settings:
-    root: Path = DEFAULT_ROOT
-    ip: str = "0.0.0.0"  # every interface: attendees reach the host over the room's network
-    port: int = 8000  # the proxy's public port (the address attendees open)
-    hub_port: int = 8081  # the hub and the proxy's API listen on 127.0.0.1 only
-    proxy_api_port: int = 8001
-    instructors: list[str] = field(default_factory=lambda: ["instructor"])
-    memory_mb: int = 3072  # per attendee (all their processes, with a cgroup)
-    cpus: float = 1.0  # per attendee, in cores (cgroup only)
-    processes: int = 256  # per attendee (threads count too)
-    idle_timeout: int = 3600  # s without activity before a server is stopped
-    cull_every: int = 300  # s between the idle culler's checks
-    activity_interval: int = 300  # s between activity reports (servers and proxy)
-    group: str = "attention-course"  # unix group of every account the hub made
-    instructor_group: str = "attention-instructors"
-    course_id: str = field(default_factory=course_id)
+UNIX_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # a user or group name useradd accepts
+
+
+class PathTrait(TraitType[Path, Path | str]):
+    """A folder, as a Path (JSON and the command line give text)."""
+
+    info_text = "a folder"
+
+    def validate(self, obj: Any, value: Any) -> Path:
+        if isinstance(value, (str, Path)) and str(value):
+            return Path(value)
+        self.error(obj, value)
+
+
+def _port(value: int, text: str) -> Integer[int, int]:
+    return Integer(value, min=1, max=65535, help=text).tag(config=True)
+
+
+def _count(value: int, text: str) -> Integer[int, int]:
+    return Integer(value, min=1, help=text).tag(config=True)
+
+
+class Settings(Configurable):
+    """The workshop server's settings (saved in ``ROOT/settings.json``, never a secret)."""
+
+    root = PathTrait(DEFAULT_ROOT, help="The server's folder: everything it keeps.").tag(
+        config=True
+    )
+    ip = Unicode(
+        "0.0.0.0", help="Where the proxy listens: every interface, for the room's network."
+    ).tag(config=True)
+    port = _port(8000, "The proxy's public port (the address attendees open).")
+    hub_port = _port(8081, "The hub's port; it and the proxy's API listen on 127.0.0.1 only.")
+    proxy_api_port = _port(8001, "The proxy's API port.")
+    instructors = List(Unicode(), ["instructor"], minlen=1, help="Instructor user names.").tag(
+        config=True
+    )
+    memory_mb = _count(3072, "Memory per attendee, all their processes (MB; with a cgroup).")
+    cpus = Float(1.0, help="Cores per attendee (cgroup only).").tag(config=True)
+    processes = _count(256, "Processes per attendee (threads count too).")
+    idle_timeout = _count(3600, "Seconds without activity before a server is stopped.")
+    cull_every = _count(300, "Seconds between the idle culler's checks.")
+    activity_interval = _count(300, "Seconds between activity reports (servers and proxy).")
+    group = Unicode("attention-course", help="Unix group of every account the hub made.").tag(
+        config=True
+    )
+    instructor_group = Unicode("attention-instructors", help="Unix group of instructors.").tag(
+        config=True
+    )
+    course_id = Unicode(help="The course's id (its nbgrader_config.py).").tag(config=True)
+
+    def __init__(self, **values: Any) -> None:
+        """Every value checked as it is set: a bad one is a UserError naming it."""
+        try:
+            super().__init__(**values)
+        except TraitError as err:
+            raise UserError(f"workshop server settings: {err}") from None
+
+    @default("course_id")
+    def _course_id(self) -> str:
+        return course_id()
+
+    @validate("ip")
+    def _ip(self, proposal: Any) -> str:
+        value: str = proposal.value
+        if value:
+            try:
+                ipaddress.ip_address(value)
+            except ValueError:
+                raise TraitError(f"ip: {value!r} is no IP address") from None
+        return value
+
+    @validate("cpus")
+    def _cpus(self, proposal: Any) -> float:
+        if not 0 < proposal.value < math.inf:
+            raise TraitError(f"cpus: {proposal.value} is not a number of cores above 0")
+        return float(proposal.value)
+
+    @validate("instructors", "group", "instructor_group")
+    def _unix_names(self, proposal: Any) -> Any:
+        names = proposal.value if isinstance(proposal.value, list) else [proposal.value]
+        bad = [n for n in names if not UNIX_NAME.fullmatch(n)]
+        if bad:
+            raise TraitError(f"{proposal.trait.name}: {bad[0]!r} is no unix user or group name")
+        return proposal.value
+
+    def values(self) -> dict[str, Any]:
+        """{name: value} of every setting, as JSON writes them."""
+        found = {name: getattr(self, name) for name in self.trait_names(config=True)}
+        return found | {"root": str(self.root)}
 
     # Everything the server keeps, under root.
     @property
@@ -119,8 +200,7 @@ class Settings:
         self.state.mkdir(parents=True, exist_ok=True)
         os.chmod(self.state, 0o700)
         path = self.settings_file
-        data = asdict(self) | {"root": str(self.root)}
-        path.write_text(json.dumps(data, indent=1) + "\n")
+        path.write_text(json.dumps(self.values(), indent=1, sort_keys=True) + "\n")
         os.chmod(path, 0o644)
         return path
 
@@ -145,12 +225,13 @@ def load(root: Path | None = None) -> Settings:
             f"no workshop server at {root} (no readable {path}): "
             "start one with `make hub` (or pass --root)"
         ) from None
-    known = {f.name for f in fields(Settings)}
-    data = {k: v for k, v in data.items() if k in known}
-    return Settings(**data | {"root": Path(data["root"])})
+    known = Settings.class_trait_names(config=True)
+    return Settings(**{k: v for k, v in data.items() if k in known})
 
 
-def passwords(settings: Settings, students: str | None = None, instructors: str | None = None):
+def passwords(
+    settings: Settings, students: str | None = None, instructors: str | None = None
+) -> dict[str, str]:
     """{"students": ..., "instructors": ...}: given ones replace the saved ones; missing ones
     are made (a short one to write on the board, a long one for instructors; JupyterHub's
     shared-password login asks at least 8 and 32 characters) and saved (0600)."""

@@ -193,3 +193,32 @@ def test_grade_says_in_one_line_that_another_run_holds_the_gradebook(tmp_path):
         "error: another `python -m hub grade` is running on this hub: let it finish, or stop "
         "it, then run this again\n"
     ), proc.stderr
+
+
+def test_the_hub_settings_are_traits_saved_and_read_back_whole(tmp_path):
+    """hub.settings is the grader's machinery (traitlets): every setting a typed trait,
+    ``hub start`` has an option for each, and settings.json gives back what was saved."""
+    from hub import cli
+
+    s = settings.Settings(root=tmp_path, port=9000, instructors=["ada", "grace"], cpus=0.5)
+    s.save()
+    assert settings.load(tmp_path).values() == s.values()
+    assert isinstance(settings.load(tmp_path).root, type(tmp_path))
+    start = cli._parser().parse_args(["start"])
+    names = settings.Settings.class_trait_names(config=True)
+    assert {n for n in names if n not in ("root", "course_id")} <= set(vars(start))
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--port", "70000"], "'port' trait"),
+        (["--cpus", "0"], "cpus: 0.0 is not a number of cores above 0"),
+        (["--instructors", "Ada Lovelace"], "instructors: 'Ada Lovelace' is no unix user"),
+        (["--ip", "room-12"], "ip: 'room-12' is no IP address"),
+    ],
+)
+def test_a_bad_hub_setting_is_one_line_naming_it(tmp_path, option, says):
+    proc = _hub("--root", str(tmp_path), "start", *option)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: workshop server settings: ") and says in proc.stderr

@@ -184,3 +184,19 @@ def test_progress_is_one_line_per_notebook_when_not_a_terminal(capsys):
     said = stream.getvalue().splitlines()
     assert len(said) == 2 and said[0].startswith("graded 2 of 4 notebooks, ")
     assert "left" in said[1] and said[1].startswith("graded 3 of 4 notebooks, ")
+
+
+def test_notes_show_inline_code_and_comments_keep_their_paragraphs(tmp_path):
+    from grader.results import report
+    from grader.results.result import GRADED, Result
+
+    note = "submitted as `01 (1).ipynb`"
+    result = Result("ann", NB, GRADED, (), flags=(), notes=(note,), sandboxed=True)
+    row = {"student": "ann", "notebook": NB, "exercise": "softmax", "points": "2",
+           "max_points": "2", "message": "", "comment": "One.\n\nTwo,\nthree.",
+           "by_hand": ""}  # fmt: skip
+    extra = {("ann", NB): {"comments": ["Top.\n\nMore."]}}
+    report.write_feedback(tmp_path, [row], [result], extra)
+    page = report.feedback_path(tmp_path, "ann").read_text()
+    assert "Note: submitted as <code>01 (1).ipynb</code>" in page
+    assert "<p>One.</p><p>Two,<br>three.</p>" in page and "<p>Top.</p><p>More.</p>" in page

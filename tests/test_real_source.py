@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from attnlib import realsource, realtext, shipped
-from attnlib.train import learning_rate
+from attnlib.kvcache import CachedDecoder
+from attnlib.train import learning_rate, per_token_loss, torch_threads
 
 
 @pytest.mark.parametrize("seed", realsource.SEEDS)
@@ -86,3 +87,63 @@ def test_make_data_retrains_every_model_and_refuses_unknown_seeds():
     assert {*realsource.NAMES, *realtext.RUNS, *shipped.MODELS} == set(shipped.ALL_NAMES)
     with pytest.raises(ValueError, match="No real-source model of seed 5"):
         realsource.load(5)
+
+
+@pytest.fixture(scope="module")
+def natural_losses():
+    """Per-character losses on held-out source, intact and with the induction heads ablated."""
+    model = realsource.load()
+    result = realsource.evaluate(model)
+    ablated = model
+    for h in result["heads"]:
+        if h["layer"] == 1 and h["induction"] >= 0.4:
+            ablated = realsource.without_head(ablated, 1, h["head"])
+    tokens = realsource.natural_tokens()
+    with torch.no_grad():
+        losses = [per_token_loss(m(tokens), tokens) for m in (model, ablated)]
+    return tokens, losses
+
+
+def test_the_head_copies_natural_repeats_as_notebook_10_says(natural_losses):
+    """ "about a nat each" on identifiers seen before; first occurrences "barely change"; the
+    rest "lowers the loss a little"."""
+    tokens, (intact, ablated) = natural_losses
+    first, second = realsource.identifier_repeats(tokens)
+    cost = {name: (ablated[m].mean() - intact[m].mean()).item() for name, m in
+            {"second": second, "first": first, "rest": ~(first | second)}.items()}  # fmt: skip
+    assert 0.7 < cost["second"] < 1.3
+    assert abs(cost["first"]) < 0.1 and -0.2 < cost["rest"] < 0
+
+
+def _zero_bos_value(module, inputs, value):
+    value = value.clone()
+    value[..., 0, :] = 0.0
+    return value
+
+
+def _evicting_loss(model, tokens, window, n_sink):
+    decoder = CachedDecoder(model, window=window, n_sink=n_sink, batch=4, max_len=tokens.shape[1])
+    with torch_threads(1):
+        return per_token_loss(decoder.run(tokens), tokens)[:, window + 1 :].mean().item()
+
+
+def test_the_sink_is_a_key_bias_forbidding_it_costs_and_evicting_it_hurts(natural_losses):
+    """Notebook 10: one head puts over half its weight on BOS; forbidding BOS costs about
+    0.4 nats, zeroing BOS's value about a tenth of that; evicting BOS from the cache hurts."""
+    model, (tokens, (intact, _)) = realsource.load(), natural_losses
+    T = tokens.shape[1]
+    _, weights = model.attention(tokens)
+    assert max(A[1:, 0].mean().item() for W in weights for A in W.mean(0)) > 0.5
+    no_bos = torch.zeros(T, T)
+    no_bos[1:, 0] = float("-inf")
+    hooks = [b.attn.W_V.register_forward_hook(_zero_bos_value) for b in model.blocks]
+    with torch.no_grad():
+        zeroed = per_token_loss(model(tokens), tokens).mean().item()
+        for hook in hooks:
+            hook.remove()
+        forbidden = per_token_loss(model(tokens, mask=no_bos), tokens).mean().item()
+    cost_forbidden, cost_zeroed = forbidden - intact.mean().item(), zeroed - intact.mean().item()
+    assert cost_forbidden > 0.3 and 0 < cost_zeroed < cost_forbidden / 5
+    long = realsource.natural_tokens(batch=4, T=3 * realsource.T + 1)
+    window = 3 * realsource.T // 4
+    assert _evicting_loss(model, long, window, 0) - _evicting_loss(model, long, window, 1) > 0.1

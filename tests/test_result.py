@@ -3,12 +3,14 @@ cannot be changed once made."""
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from grader import course
 from grader.batch.job import Job, grade
 from grader.judging.trusted import Trusted
+from grader.results import messages
 from grader.results.result import Result, ungraded_result
 from grader.settings import GraderSettings
 
@@ -63,3 +65,17 @@ def test_a_result_and_its_rows_cannot_be_changed():
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.rows[0].points = 1.0
     assert isinstance(result.rows, tuple) and isinstance(result.flags, tuple)
+
+
+def test_a_notebook_whose_worker_pool_keeps_breaking_is_not_graded_after_three(monkeypatch):
+    """grader.batch.pool: a broken pool is rebuilt for the jobs it left; the third break of
+    a job's pool ends it with the CRASHED result, counted once in the progress."""
+    from grader.batch import pool
+
+    pools, results, shown = [], [], []
+    monkeypatch.setattr(pool, "_one_pool", lambda todo, *_: pools.append(len(todo)) or todo)
+    progress = SimpleNamespace(update=shown.append, close=lambda: None)
+    pool.run_pool([_job(b"{}"), _job(None)], 2, lambda job, r: results.append(r), progress)
+    assert pools == [2, 2, 2] and shown == [1, 1]
+    assert all(r.flags == ("grader worker crashed 3 times",) for r in results)
+    assert all(row.message == messages.CRASHED for r in results for row in r.rows)

@@ -30,29 +30,33 @@ the same way.
 
 import multiprocessing
 import uuid
+from collections.abc import Callable
 from functools import partial
 from time import monotonic
 
-from dask.distributed import Client, KilledWorker, get_worker, wait
+from dask.distributed import Client, Future, KilledWorker, Worker, get_worker, wait
 
-from grader.batch.job import grade, job_key
+from grader.batch.job import Job, grade, job_key
+from grader.batch.progress import Progress
 from grader.errors import UserError
 from grader.judging import judge
 from grader.results.messages import CRASHED
-from grader.results.result import ungraded_result
+from grader.results.result import Result, ungraded_result
 from grader.run import sandbox
 
 CONNECT_SECONDS = 10
 RETRIES = 2
 POLL_SECONDS = 2
 IDLE_SECONDS = 600
+OnResult = Callable[[Job, Result], None]
+RunJobs = Callable[[list[Job], int, OnResult, Progress], None]  # as grader.batch.pool.run_pool
 
 
 class WorkerUnfit(Exception):
     """This worker cannot grade (the message says why and how to start it)."""
 
 
-def connect(address: str):
+def connect(address: str) -> RunJobs:
     """A function like ``grader.batch.pool.run_pool``, grading on the cluster at ``address``;
     an unreachable scheduler is one clear error, before anything is written."""
     try:
@@ -62,7 +66,7 @@ def connect(address: str):
     return partial(_grade_all, client)
 
 
-def worker_problem(job, key: str, dask_worker=None) -> str:
+def worker_problem(job: Job, key: str, dask_worker: Worker | None = None) -> str:
     """Why this worker cannot grade ``job`` (whose key on the instructor's side is ``key``),
     or "" when it can."""
     worker = dask_worker or get_worker()
@@ -89,7 +93,7 @@ def worker_problem(job, key: str, dask_worker=None) -> str:
     return ""
 
 
-def grade_on_worker(job, key: str) -> dict:
+def grade_on_worker(job: Job, key: str) -> Result:
     """The task: ``grade(job)`` on a worker that is fit for it."""
     problem = worker_problem(job, key)
     if problem:
@@ -98,16 +102,17 @@ def grade_on_worker(job, key: str) -> dict:
     return grade(job)
 
 
-def _check_workers(client, job, key: str) -> None:
+def _check_workers(client: Client, job: Job, key: str) -> None:
     problems = [p for p in client.run(worker_problem, job, key).values() if p]
     if problems:
         raise UserError(problems[0])
 
 
-def _outcome(job, future) -> dict:
+def _outcome(job: Job, future: Future[Result]) -> Result:
     """The result of a finished future, or a "Not graded" result saying why there is none."""
     if future.status == "finished":
-        return future.result()
+        result: Result = future.result()
+        return result
     if future.status != "error":  # cancelled: the client lost the scheduler
         raise UserError("lost the Dask scheduler; run the same command again to finish")
     err = future.exception()
@@ -118,11 +123,16 @@ def _outcome(job, future) -> dict:
     return ungraded_result(job, CRASHED, flags=[flag])
 
 
-def _wait_for_some(client, pending: set, idle: dict) -> set:
+def _wait_for_some(
+    client: Client, pending: set[Future[Result]], idle: dict[str, float]
+) -> set[Future[Result]]:
     """The futures of ``pending`` that finish within POLL_SECONDS; stop when the cluster
     has had no worker for IDLE_SECONDS."""
     try:
-        return wait(pending, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED").done
+        done: set[Future[Result]] = wait(
+            pending, timeout=POLL_SECONDS, return_when="FIRST_COMPLETED"
+        ).done
+        return done
     except TimeoutError:
         if client.nthreads():
             idle["since"] = monotonic()
@@ -134,10 +144,12 @@ def _wait_for_some(client, pending: set, idle: dict) -> set:
         return set()
 
 
-def _grade_all(client, todo, jobs, on_result, progress) -> None:
+def _grade_all(
+    client: Client, todo: list[Job], jobs: int, on_result: OnResult, progress: Progress
+) -> None:
     """Grade ``todo`` on the cluster (``jobs``, the local worker count, does not apply);
     ``on_result`` runs here, in the main process, for every notebook as it finishes."""
-    futures = {}
+    futures: dict[Future[Result], Job] = {}
     try:
         if todo:
             _check_workers(client, todo[0], job_key(todo[0]))

@@ -67,7 +67,7 @@ AnswerStatuses = dict[str, tuple["CellStatus | None", bool]]
 KEYLESS_SETTINGS = frozenset(
     {"workers", "release_cache", "sandbox_slots", "unpack_mb", "unpack_files", "unpack_depth",
      "batch_unpack_mb", "batch_unpack_files", "due_dates", "extensions", "late_policy",
-     "late_penalty", "lms", "lms_pattern"}
+     "late_penalty", "lms", "lms_pattern", "private_outputs"}
 )  # fmt: skip
 
 

@@ -55,55 +55,58 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
             process.join(STOP_SECONDS)
 
 
-def run_pool(
-    todo: list["Job"], jobs: int, on_result: Callable[["Job", "Result"], None], progress: Progress
-) -> None:
+OnResult = Callable[["Job", "Result"], None]
+TRIES = 3  # a notebook whose worker crashed this many times gets a "Not graded" result
+
+
+def run_pool(todo: list["Job"], jobs: int, on_result: OnResult, progress: Progress) -> None:
     """Grade ``todo`` in worker processes; a crashed pool is rebuilt and the rest retried."""
-    from grader.batch.job import grade
     from grader.results.result import ungraded_result
 
     attempts = {id(j): 0 for j in todo}
     while todo:
-        remaining = []
-        pool = ProcessPoolExecutor(
-            max_workers=min(jobs, len(todo)),
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=worker_init,
-            initargs=logs.choice(),
-        )
-        try:
-            futures = {pool.submit(grade, job): job for job in todo}
-            for future in as_completed(futures):
-                job = futures[future]
-                try:
-                    result = future.result()
-                except BrokenProcessPool:
-                    log.debug("%s/%s: its worker pool broke", job.student, job.notebook)
-                    attempts[id(job)] += 1
-                    remaining.append(job)
-                    continue
-                on_result(job, result)
-                progress.update(1)
-        except BaseException:
-            stop_workers(pool)
-            raise
-        pool.shutdown(wait=True)
+        remaining = _one_pool(todo, jobs, on_result, progress)
         if remaining:
             log.warning("a grading worker crashed: %d notebooks go to a new pool", len(remaining))
         todo = []
         for job in remaining:
-            if attempts[id(job)] >= 3:
-                on_result(
-                    job,
-                    ungraded_result(
-                        job,
-                        messages.CRASHED,
-                        flags=["grader worker crashed 3 times"],
-                    ),
-                )
-                progress.update(1)
-            else:
+            attempts[id(job)] += 1
+            if attempts[id(job)] < TRIES:
                 todo.append(job)
+                continue
+            flags = [f"grader worker crashed {TRIES} times"]
+            on_result(job, ungraded_result(job, messages.CRASHED, flags=flags))
+            progress.update(1)
+
+
+def _one_pool(todo: list["Job"], jobs: int, on_result: OnResult, progress: Progress) -> list["Job"]:
+    """Grade ``todo`` in one pool of worker processes; the jobs its breaking left undone."""
+    from grader.batch.job import grade
+
+    remaining = []
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(todo)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=worker_init,
+        initargs=logs.choice(),
+    )
+    try:
+        futures = {pool.submit(grade, job): job for job in todo}
+        for future in as_completed(futures):
+            job = futures[future]
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                log.debug("%s/%s: its worker pool broke", job.student, job.notebook)
+                remaining.append(job)
+                continue
+            on_result(job, result)
+            progress.update(1)
+    except BaseException:
+        stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+    return remaining
 
 
 @contextmanager

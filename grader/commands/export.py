@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from grader import course
-from grader.commands.totals import current
+from grader.commands.totals import current, roster_only
 from grader.intake import roster as class_roster
 from grader.results import csvfile
 from grader.results.deadlines import LATE_ROW
@@ -120,7 +120,7 @@ def run(args) -> int:
     class_roster.import_into_gradebook(args.out, roster)
     points, pending = notebook_points(grade_rows)
     maxima = {n: sum(e.max_points for e in course.exercises(n)) for n in notebooks}
-    graded = sorted({s for s, _ in points})
+    graded = sorted({s for s, _ in points} - roster_only(args.out))  # no roster-only student
     for student in set(roster) - set(graded):
         points.update({(student, n): 0.0 if args.absent == "zero" else "" for n in notebooks})
     students = sorted({s for s, _ in points})

@@ -32,6 +32,14 @@ def write_run(out: Path, students: list[str], ignored: list[str]) -> None:
     out_files.write_text(out / out_files.RUN, text + "\n")
 
 
+def roster_only(out: Path) -> set[str]:
+    """The students of a roster imported into OUT who handed in nothing: neither in
+    SUBMISSIONS at the last grading run nor with any result in OUT."""
+    results = out / out_files.RESULTS
+    graded = {p.name for p in results.iterdir() if p.is_dir()} if results.is_dir() else set()
+    return set(class_roster.imported(out)) - set(_last_run(out).get("students") or []) - graded
+
+
 def _last_run(out: Path) -> dict:
     path = out / out_files.RUN
     return json.loads(path.read_text()) if path.is_file() else {"ignored": []}
@@ -96,8 +104,7 @@ def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dic
     extra credit: grader.results.handgrades), comments and late penalties, notebooks in
     course order, {(student, notebook): feedback extras}). The students of a roster
     imported with no submission have every notebook "not submitted"."""
-    absent = class_roster.imported(out)
-    results = complete(load_results(out), _last_run(out).get("students"), absent)
+    results = complete(load_results(out), _last_run(out).get("students"), roster_only(out))
     hand = handgrades.read(out)
     graded = {r.notebook for r in results}
     notebooks = [a for a in course.assignments() if a in graded]

@@ -76,12 +76,13 @@ def _verdict(test: dict) -> str:
     return f"<div class='fail'>✗ {message_html(test['message'])}</div>"
 
 
-def _points(row: dict) -> str:
+def _points(row: dict, checked: bool) -> str:
+    """An exercise's points; its message too when no test cell shows it (a written answer)."""
     shown = "pending" if row["points"] == "" else row["points"]
     lines = [f"<b>{html.escape(row['exercise'])}</b>: {shown} / {row['max_points']} points"]
     if row.get("by_hand"):
-        lines.append("(points given by your instructor)")
-    if row["message"]:
+        lines.append(f"Points by your instructor: {html.escape(row['by_hand'])}")
+    if row["message"] and not checked:
         lines.append(message_html(row["message"]))
     if row["comment"]:
         lines.append(f"<b>Comment from your instructor:</b> {paragraphs(row['comment'])}")
@@ -104,7 +105,8 @@ def render(notebook_json: str, title: str, tests: dict, rows: list[dict]) -> str
         if gid in tests:
             body.append(_verdict(tests[gid]))
         if gid in by_exercise:
-            body.append(_points(by_exercise[gid]))
+            checked = any(t.startswith(f"test_{gid}") for t in tests)  # grader.course's rule
+            body.append(_points(by_exercise[gid], checked))
     return (
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
         f"{html.escape(title)}</title>{STYLE}</head><body>{''.join(body)}</body></html>\n"

@@ -9,6 +9,7 @@ student id to the same student as before. Numbers stay numbers ("-1.5" is not a 
 """
 
 import csv
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from grader.results import out as out_files
@@ -25,7 +26,7 @@ def _number(text: str) -> bool:
     return text == text.strip()
 
 
-def safe(value):
+def safe(value: object) -> str | int | float:
     """``value`` as a cell no spreadsheet runs; numbers (and numeric text) unchanged."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
@@ -40,18 +41,23 @@ def original(text: str) -> str:
     return text[1:] if text.startswith(QUOTE) else text
 
 
-def write(path: Path, columns: list[str], rows, encoding: str = "utf-8") -> None:
+def write(
+    path: Path,
+    columns: list[str],
+    rows: Iterable[Mapping[str, object] | Sequence[object]],
+    encoding: str = "utf-8",
+) -> None:
     """Write ``columns`` then ``rows`` (dicts by column name, or sequences) to ``path``,
     replacing it at once (an interrupted write leaves the old file)."""
     with out_files.replaced(path) as tmp, open(tmp, "w", newline="", encoding=encoding) as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow([safe(c) for c in columns])
         for row in rows:
-            cells = [row.get(c, "") for c in columns] if isinstance(row, dict) else row
+            cells = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else row
             writer.writerow([safe(c) for c in cells])
 
 
-def read(path: Path) -> list[dict]:
+def read(path: Path) -> list[dict[str, str]]:
     """The rows of a CSV written by :func:`write`, as dicts of the original texts."""
     with open(path, newline="", encoding="utf-8") as fh:
         return [{original(k): original(v) for k, v in row.items()} for row in csv.DictReader(fh)]

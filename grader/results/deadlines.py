@@ -19,7 +19,6 @@ from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
-from grader.errors import UserError
 from grader.results import out as out_files
 from grader.settings import parse_due  # checked when the settings load
 
@@ -80,13 +79,10 @@ def load_times(out: Path) -> dict:
 
 
 def extension_hours(settings, student: str, notebook: str) -> float:
-    """``extensions[student]``: hours for every notebook, or {notebook: hours}."""
+    """``extensions[student]``: hours for every notebook, or {notebook: hours} (numbers:
+    grader.settings checks them when it loads)."""
     given = settings.extensions.get(student, 0)
-    hours = given.get(notebook, 0) if isinstance(given, dict) else given
-    try:
-        return float(hours)
-    except (TypeError, ValueError):
-        raise UserError(f"extension of {student!r}: {hours!r} is not a number of hours") from None
+    return float(given.get(notebook, 0) if isinstance(given, dict) else given)
 
 
 def due(settings, student: str, notebook: str) -> datetime | None:

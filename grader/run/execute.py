@@ -153,7 +153,6 @@ class SandboxedExecute(Execute):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         kwargs.setdefault("kernel_name", "python3")
         super().__init__(timeout=settings.cell_timeout, **kwargs)
-        self.notebook_timeout = settings.notebook_timeout  # seconds for the whole notebook
         self.max_output_chars = settings.max_output_chars  # output kept per cell
         self.max_restarts = settings.max_restarts  # kernel restarts before giving up
         # Overrides nbclient internals (pinned in pyproject.toml); guarded by
