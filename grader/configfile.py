@@ -2,8 +2,10 @@
 formgrader's profile, the bundle's and the workshop server's profiles), made from data in one
 place: every value is written with ``repr``, so a path or a name is data, never code."""
 
+from collections.abc import Mapping
 
-def config_file(header: str, values: dict[str, dict[str, object]]) -> str:
+
+def config_file(header: str, values: Mapping[str, Mapping[str, object]]) -> str:
     """``# header``, then ``c.<section>.<name> = <value>`` for each of ``values``
     (``{section: {name: value}}``), as traitlets' Python config loader reads them."""
     lines = [f"# {header}", "c = get_config()  # noqa: F821"]

@@ -579,7 +579,8 @@ def test_an_interrupted_grade_reruns_to_the_same_grades(hub, tmp_path):
             reader.execute("ROLLBACK")
         assert journal.exists() and (s.grading / graderun.BEFORE).is_file()
         rerun = hub.as_instructor("grade", NB)
-        assert "its gradebook changes are undone" in rerun.stdout, rerun.stdout
+        said = rerun.stdout + rerun.stderr  # a warning: the log goes to stderr
+        assert "its gradebook changes are undone" in said, said
         assert _points(hub) == points and _gradebook_scores(s) == scores, signum
     assert not (s.grading / graderun.BEFORE).exists() and not journal.exists()
 

@@ -13,8 +13,8 @@ LAYERS = (
     # base: the exception, the course, settings, the kernel side (grader/__init__.py, wire.py
     # and kernel/ are what the sandbox mounts) and the catalogue of hidden checks
     ("grader.errors", "grader.logs", "grader.course", "grader.configfile", "grader.settings",
-     "grader.lifeline", "grader.wire", "grader.seeds", "grader.release", "grader.kernel",
-     "grader.hidden", "grader"),
+     "grader.lifeline", "grader.processes", "grader.wire", "grader.seeds", "grader.release",
+     "grader.kernel", "grader.hidden", "grader"),
     ("grader.results",),  # results, messages, OUT's files, gradebook, report, deadlines
     ("grader.intake",),  # submissions read, notebooks rebuilt from the release, answers scanned
     ("grader.run",),  # a notebook run in its sandboxed kernels

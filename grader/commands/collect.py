@@ -3,6 +3,7 @@ download (Canvas by default, Moodle with ``--GraderSettings.lms=moodle``) laid o
 `make grade` expects, one folder per roster student (grader.intake.collect). Every file it
 could not match to a roster student is listed, one line each; nothing is graded."""
 
+import argparse
 from pathlib import Path
 
 from grader.errors import UserError
@@ -12,7 +13,7 @@ from grader.intake.collect import collect
 TAKES_SETTINGS = True  # lms, lms_pattern and the unpack budgets
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("zip", type=Path, help="the LMS's bulk download (a zip)")
     parser.add_argument(
         "--roster", type=Path, required=True, help="CSV: student,name,id,sis_user_id,..."
@@ -25,7 +26,7 @@ def add_arguments(parser):
     )
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if not args.zip.is_file():
         raise UserError(f"{args.zip} is not a file (the LMS's bulk download, a zip)")
     roster = class_roster.read(args.roster)

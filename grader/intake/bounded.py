@@ -18,6 +18,7 @@ from typing import Any
 from grader import lifeline
 from grader.intake import rebuild as rebuilding
 from grader.intake.rebuild import Unreadable
+from grader.processes import STARTUP_SECONDS, context, limit_memory
 from grader.settings import Snapshot
 
 MB, KB = 2**20, 2**10
@@ -104,12 +105,10 @@ def parse(raw: bytes, bounds: Bounds, release: Release) -> Read:
 
 
 def _child(conn: Connection, raw: bytes, bounds: Bounds, release: Release) -> None:
-    from grader.judging import judge
-
     lifeline.die_with_parent()
     conn.send("started")  # the time limit counts from here, not from the server's start
     try:
-        judge.limit_memory(bounds.read_memory_mb)
+        limit_memory(bounds.read_memory_mb)
         result: tuple[str, Any] = ("read", parse(raw, bounds, release))
     except MemoryError:
         result = ("memory", None)
@@ -125,10 +124,8 @@ def _child(conn: Connection, raw: bytes, bounds: Bounds, release: Release) -> No
 def read(raw: bytes, bounds: Bounds, release: Release) -> Read:
     """:func:`parse` in a fresh process limited to ``read_seconds`` and ``read_memory_mb``
     more memory; over either (or a process that dies), :class:`Unreadable` names it."""
-    from grader.judging import judge
-
     check_bytes(raw, bounds)  # before a byte is copied to another process
-    ctx = judge.context()
+    ctx = context()
     mine, theirs = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(theirs, raw, bounds, release), daemon=True)
     process.start()
@@ -136,7 +133,7 @@ def read(raw: bytes, bounds: Bounds, release: Release) -> Read:
     kind, late = "memory", False
     value: Any = None  # what the child sent with its kind
     try:
-        if mine.poll(judge.STARTUP_SECONDS) and mine.recv() == "started":
+        if mine.poll(STARTUP_SECONDS) and mine.recv() == "started":
             start = time.monotonic()
             if mine.poll(bounds.read_seconds):
                 kind, value = mine.recv()

@@ -30,10 +30,9 @@ import contextlib
 import functools
 import importlib
 import io
-import multiprocessing
 import sys
 import time
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from attnlib.checks import _cells
 from attnlib.checks._core import CheckFailed, call
 from grader import lifeline, wire
 from grader.kernel.recorders import TAMPERED, signature
+from grader.processes import STARTUP_SECONDS, context, limit_memory
 from grader.results import messages
 from grader.run.cases import hidden_cases
 
@@ -56,19 +56,6 @@ class Verdict(TypedDict):
 
 
 REAP_SECONDS = 5  # a killed judging process is gone well within this
-STARTUP_SECONDS = 300  # for the first judging process of a worker (its server imports torch)
-# What every judging process starts with (forked from a server that imported them once):
-# the judge, the hidden checks, and what the notebooks' trusted imports cells import; first,
-# what makes the server die with its worker.
-PRELOAD = [
-    "grader.judging.judge_server",
-    "grader.judging.judge",
-    "grader.intake.bounded",  # reading a notebook (nbformat, nbgrader: seconds to import)
-    "grader.hidden",
-    "attnlib.checks",
-    "matplotlib.pyplot",
-    "torch",
-]
 
 
 class NotChecked(BaseException):
@@ -527,19 +514,6 @@ def point_to_earlier(request: dict, verdicts: dict) -> None:
 # --------------------------------------------------------------------------- bounded
 
 
-def limit_memory(extra_mb: int) -> None:
-    """Let this process grow by ``extra_mb`` beyond what it uses now (address space)."""
-    import resource
-
-    try:
-        with open("/proc/self/status") as fh:
-            size = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize"))
-    except (OSError, StopIteration):
-        return
-    limit = size + extra_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
 def _child(conn, request: dict, memory_mb: int) -> None:
     lifeline.die_with_parent()
     conn.send("started")  # the time limit counts from here, not from the server's start
@@ -555,29 +529,6 @@ def _child(conn, request: dict, memory_mb: int) -> None:
     except MemoryError:
         conn.send({"exceeded": "memory"})
     conn.close()
-
-
-_CONTEXT: list = []
-
-
-def context() -> Any:
-    """The judging server's start method (forkserver, preloaded): the bounded processes of
-    a worker (judging, reading a notebook: ``grader.intake.bounded``) are forked from it."""
-    if not _CONTEXT:
-        if "forkserver" in multiprocessing.get_all_start_methods():
-            import pkgutil
-
-            import attnlib.checks
-
-            checks = [
-                f"attnlib.checks.{m.name}" for m in pkgutil.iter_modules(attnlib.checks.__path__)
-            ]
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(PRELOAD + checks)
-        else:
-            ctx = multiprocessing.get_context("spawn")
-        _CONTEXT.append(ctx)
-    return _CONTEXT[0]
 
 
 @functools.cache

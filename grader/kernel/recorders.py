@@ -132,20 +132,20 @@ def _after(args, kwargs) -> dict:
 def call_watched(rules: dict, fn, args, kwargs, seen: dict):
     """``fn(*args, **kwargs)``, noting in ``seen`` every call it makes, at any depth, to the
     shortcuts in ``rules`` ({module prefix: names}, from the grader for this cell), and
-    ``TAMPERED`` if it switched the profiler, a trace function or torch's modes meanwhile.
+    ``TAMPERED`` if it changed the profiler, a trace function or torch's modes meanwhile.
 
-    Three watchers, each seeing the actual callee, so aliases and captured references are
+    Two watchers, each seeing the actual callee, so aliases and captured references are
     caught: the profiler (Python functions; builtins that Python code calls itself) and,
-    from the moment torch is loaded, torch's function and dispatch modes
-    (``grader.kernel.torchwatch``: torch's builtins however they are reached, through
-    ``functools.partial``, ``operator.methodcaller``, ``map`` or an operator overload)."""
+    from the moment torch is loaded, a torch function mode (``grader.kernel.torchwatch``:
+    torch's builtins however they are reached, through ``functools.partial``,
+    ``operator.methodcaller``, ``map`` or an operator overload)."""
     if not rules:
         return fn(*args, **kwargs)
     prefixes = tuple(f"{p}." for p in rules)
     builtins_named = set().union(*rules.values())
     own_code = (call_watched.__code__, policy.set_profile_quietly.__code__)
     torch_names = torchwatch.names_for(rules)
-    modes = [torchwatch.push(torch_names, seen)]
+    mode = [torchwatch.push(torch_names, seen)]
 
     def profile(frame, event, arg):
         if event == "call":
@@ -166,9 +166,9 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
                 seen[TAMPERED] = None
             elif getattr(arg, "__name__", None) in builtins_named:
                 seen[torchwatch.qualified(arg)] = None
-        elif event == "return" and frame.f_code.co_name == "<module>" and modes[0] is None:
+        elif event == "return" and frame.f_code.co_name == "<module>" and mode[0] is None:
             if _torch_imported(frame):  # by the graded call itself: watched from now on
-                modes[0] = torchwatch.push(torch_names, seen)
+                mode[0] = torchwatch.push(torch_names, seen)
 
     previous, trace = _GET_PROFILE(), _GET_TRACE()
     policy.set_profile_quietly(profile)
@@ -181,7 +181,7 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
         if _GET_PROFILE() is not profile:
             seen[TAMPERED] = None
         policy.set_profile_quietly(previous)
-        if not torchwatch.pop(modes[0]):
+        if not torchwatch.pop(mode[0]):
             seen[TAMPERED] = None
 
 

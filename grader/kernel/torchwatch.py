@@ -10,15 +10,15 @@ leave ``torch._C._VariableFunctions.softmax`` and ``torch._C.TensorBase.softmax`
 Torch itself sends every call of its API, whatever object the caller holds (``torch.softmax``,
 ``torch._C._VariableFunctions.softmax``, ``Tensor``/``TensorBase`` methods, ``torch.special``,
 ``torch.nn.functional``, ``torch.ops.aten.*``), through the ``__torch_function__`` modes on
-its stack, and every operator that reaches a kernel through the ``__torch_dispatch__`` modes
-(so ``softmin`` shows as ``_softmax`` there). :func:`push` puts one mode of each on those
-stacks while a graded call runs; they note every call whose name is a shortcut. Both
-classes are made inside a sealed function (``grader.kernel.seal``), so their methods read
-this module's private namespace, not its attributes.
+its stack. :func:`push` puts one such mode on that stack while a graded call runs; it notes
+every call whose name is a shortcut. The class is made inside a sealed function
+(``grader.kernel.seal``), so its method reads this module's private namespace, not its
+attributes. (A ``__torch_dispatch__`` mode would also see calls made with torch's function
+handling switched off, but its first use imports some 800 modules, sympy among them: seconds
+in every kernel that grades a torch-ruled exercise.)
 
-Private API of torch used: ``torch.utils._python_dispatch.TorchDispatchMode`` and its
-``_get_current_dispatch_mode`` (torch has no public one), and ``torch._C``'s function-mode
-stack; ``tests/test_recorders.py`` guards every route listed above.
+Torch's function-mode stack is reached through ``torch._C`` (torch has no public reader of
+it); ``tests/test_recorders.py`` guards every route listed above.
 """
 
 import sys
@@ -59,56 +59,41 @@ def names_for(rules: dict) -> frozenset:
 
 
 def loaded() -> bool:
-    """True once ``import torch`` has finished (its modes exist)."""
-    return "torch.utils._python_dispatch" in sys.modules and "torch.overrides" in sys.modules
+    """True once ``import torch`` has got as far as its modes."""
+    return "torch.overrides" in sys.modules and "torch._C" in sys.modules
 
 
 def push(names: frozenset, seen: dict):
-    """Push a function mode and a dispatch mode that note in ``seen`` every call of torch
-    named in ``names``; return them (to :func:`pop`), or None where torch is not loaded."""
+    """Push a function mode that notes in ``seen`` every call of torch named in ``names``;
+    return it (to :func:`pop`), or None where torch is not loaded."""
     if not names or not loaded():
         return None
     from torch.overrides import TorchFunctionMode
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    def note(func):
-        name = qualified(func)
-        if name.rsplit(".", 1)[-1] in names:
-            seen[name] = None
 
     class Functions(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            note(func)
+            name = qualified(func)
+            if name.rsplit(".", 1)[-1] in names:
+                seen[name] = None
             return func(*args, **(kwargs or {}))
 
-    class Operators(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            note(func)
-            return func(*args, **(kwargs or {}))
-
-    modes = (Functions(), Operators())
-    for mode in modes:
-        mode.__enter__()
-    return modes
+    mode = Functions()
+    mode.__enter__()
+    return mode
 
 
-def pop(modes) -> bool:
-    """Take the modes :func:`push` returned off torch's stacks; False when they were no longer
-    on top (the learner's code popped or replaced them: tampering)."""
-    if modes is None:
+def pop(mode) -> bool:
+    """Take the mode :func:`push` returned off torch's stack; False when it was no longer on
+    top (the learner's code popped or replaced it: tampering)."""
+    if mode is None:
         return True
     import torch
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-    functions, operators = modes
-    intact = _get_current_dispatch_mode() is operators
-    if intact:
-        operators.__exit__(None, None, None)
     depth = torch._C._len_torch_function_stack()
-    on_top = depth > 0 and torch._C._get_function_stack_at(depth - 1) is functions
+    on_top = depth > 0 and torch._C._get_function_stack_at(depth - 1) is mode
     if on_top:
-        functions.__exit__(None, None, None)
-    return intact and on_top
+        mode.__exit__(None, None, None)
+    return on_top
 
 
 seal.seal(globals())

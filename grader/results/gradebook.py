@@ -42,7 +42,7 @@ def db_url(out: Path) -> str:
     return f"sqlite:///{(out / 'gradebook.db').resolve()}"
 
 
-def _resources(out: Path, assignment: str, student: str | None = None) -> dict:
+def _resources(out: Path, assignment: str, student: str | None = None) -> dict[str, dict[str, str]]:
     info = {"assignment": assignment, "notebook": assignment, "db_url": db_url(out)}
     if student:
         info["student"] = student
@@ -65,7 +65,7 @@ def write_config(out: Path) -> Path:
     return course
 
 
-def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
+def prepare(out: Path, releases: dict[str, str], cache: str | None = None) -> None:
     """Create the course folder, its config, and the assignments in the gradebook
     (``releases``: {assignment: its trusted release notebook as JSON}). A new gradebook is
     a copy of one made once per set of releases in ``cache`` (a folder), when given: making
@@ -82,7 +82,7 @@ def prepare(out: Path, releases: dict, cache: str | None = None) -> None:
         _record_assignments(out, releases)
 
 
-def _record_assignments(out: Path, releases: dict) -> None:
+def _record_assignments(out: Path, releases: dict[str, str]) -> None:
     """The assignments and their cells in ``out``'s gradebook, made if missing; an error
     line when it holds another version of one."""
     with Gradebook(db_url(out), COURSE_ID) as gb:
@@ -99,7 +99,7 @@ def _record_assignments(out: Path, releases: dict) -> None:
             ) from None
 
 
-def _template(cache: Path, releases: dict) -> Path:
+def _template(cache: Path, releases: dict[str, str]) -> Path:
     """A gradebook holding exactly ``releases``, made once and kept in ``cache``."""
     h = hashlib.sha256(f"{nbgrader.__version__}:{COURSE_ID}".encode())
     for assignment, text in sorted(releases.items()):
@@ -116,7 +116,7 @@ def _template(cache: Path, releases: dict) -> Path:
     return path
 
 
-def save(out: Path, result: Result) -> dict:
+def save(out: Path, result: Result) -> dict[str, float]:
     """Record one graded notebook; return {grade_id: manual score} for written answers."""
     student, assignment = result.student, result.notebook
     path = out / "nbgrader" / "autograded" / student / assignment / f"{assignment}.ipynb"
