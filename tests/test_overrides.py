@@ -20,8 +20,11 @@ from grader.run.execute import (
     SandboxKernelManager,
     SandboxProvisioner,
 )
+from grader.settings import GraderSettings
 
-SETTINGS = {"cell_timeout": 5, "notebook_timeout": 60, "max_output_chars": 10, "max_restarts": 1}
+SETTINGS = GraderSettings(
+    cell_timeout=5, notebook_timeout=60, max_output_chars=10, max_restarts=1
+).snapshot()
 
 
 def _executor() -> SandboxedExecute:

@@ -212,6 +212,8 @@ def _collect(args, entries, out: Path, settings) -> tuple[list, list[str]]:
 
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    if settings.private_outputs:  # before a submission is unpacked or graded into it
+        os.chmod(out, 0o700)
     try:
         students = submissions.collect(
             entries, course.assignments(), _answer_ids(), out / "work", settings
@@ -313,9 +315,6 @@ def run(args) -> int:
     every_student, ignored = submissions.student_entries(subs)
     entries = _choose_students(args, every_student)
     run_jobs, workers = _connect(args, settings)
-    out.mkdir(parents=True, exist_ok=True)
-    if settings.private_outputs:  # before a submission is unpacked or graded into it
-        os.chmod(out, 0o700)
     students, assignments = _collect(args, entries, out, settings)
     settings.seed = out_files.settle_seed(out, settings.seed)  # before any result is made with it
     models = trusted.models(assignments, settings.release_cache)
