@@ -84,3 +84,18 @@ def attention_grid(weights, titles=None, size=2.4, suptitle=None, dpi=72, tick_e
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def heads_table(heads):
+    """A model card's per-head scores (``heads``: dicts of layer, head and the four scores)
+    as the lines of a Markdown table."""
+    lines = [
+        "| layer | head | self | previous | sink (BOS) | induction |",
+        "|---|---|---|---|---|---|",
+    ]
+    for h in heads:
+        lines.append(
+            f"| {h['layer']} | {h['head']} | {h['self']:.3f} | {h['previous']:.3f} | "
+            f"{h['sink']:.3f} | {h['induction']:.3f} |"
+        )
+    return lines

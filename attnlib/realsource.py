@@ -28,15 +28,14 @@ import platform
 import re
 import time
 
-import numpy as np
 import torch
 
 from attnlib import realtext
 from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir, data_file
-from attnlib.patterns import repeat_templates, template_score
+from attnlib.patterns import heads_table, repeat_templates, template_score
 from attnlib.realtext import BOS, CHARS, N_TOKENS, encode, sha256
-from attnlib.train import per_token_loss, save_weights, train_recipe
+from attnlib.train import per_token_loss, run_facts, save_weights, train_recipe
 
 T = 128
 RECIPE = dict(
@@ -256,13 +255,7 @@ def retrain(seed=0):
             held_out_sample_sha256=sha256(held_out_sample()),
         ),
         tokenizer=f"characters: BOS + newline + printable ASCII ({N_TOKENS} ids)",
-        torch=torch.__version__,
-        machine=platform.machine(),
-        threads=history["threads"],
-        n_params=sum(p.numel() for p in model.parameters()),
-        train_seconds=round(history["seconds"], 2),
-        load_average=round(busy, 2),
-        final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
+        **run_facts(model, history, busy),
         held_out_loss=round(progress_callback(0, model)["held-out loss"], 6),
         loss_first_copy=round(result["loss_first_copy"], 6),
         loss_second_copy=round(result["loss_second_copy"], 6),
@@ -323,14 +316,8 @@ def markdown(card):
         f"- Held-out source as it is ({NATURAL} windows of {T} characters): "
         f"{card['held_out_loss']:.3f} nats per character.",
         "",
-        "| layer | head | self | previous | sink (BOS) | induction |",
-        "|---|---|---|---|---|---|",
+        *heads_table(card["heads"]),
     ]
-    for h in card["heads"]:
-        lines.append(
-            f"| {h['layer']} | {h['head']} | {h['self']:.3f} | {h['previous']:.3f} | "
-            f"{h['sink']:.3f} | {h['induction']:.3f} |"
-        )
     return "\n".join([*lines, ""])
 
 

@@ -38,7 +38,14 @@ import torch
 
 from attnlib.model import TinyTransformer, rope_angles, rotate
 from attnlib.paths import data_dir, data_file
-from attnlib.train import TRAIN_THREADS, per_token_loss, save_weights, torch_threads, train_recipe
+from attnlib.train import (
+    TRAIN_THREADS,
+    per_token_loss,
+    run_facts,
+    save_weights,
+    torch_threads,
+    train_recipe,
+)
 
 BOS = 0
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # 95 characters
@@ -334,13 +341,7 @@ def retrain(name=FULL, seed=RECIPE["seed"]):
             held_out_sample_sha256=sha256(sample),
         ),
         tokenizer=f"characters: BOS + newline + printable ASCII ({N_TOKENS} ids)",
-        torch=torch.__version__,
-        machine=platform.machine(),
-        threads=history["threads"],
-        n_params=sum(p.numel() for p in model.parameters()),
-        train_seconds=round(history["seconds"], 2),
-        load_average=round(load, 2),
-        final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
+        **run_facts(model, history, load),
         # 6 digits: rounded once more to 3 in the .md, it stays the notebook's number
         held_out_loss=round(held_out_loss(load_real_text(name, seed)), 6),
         baselines={k: round(v, 4) for k, v in baselines(sample).items()},

@@ -25,14 +25,13 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from attnlib import realsource, realtext, tasks
 from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir, data_file
-from attnlib.patterns import repeat_templates, template_score
-from attnlib.train import per_token_loss, save_weights, train_recipe
+from attnlib.patterns import heads_table, repeat_templates, template_score
+from attnlib.train import per_token_loss, run_facts, save_weights, train_recipe
 
 RECIPE = dict(
     seed=0,
@@ -200,15 +199,9 @@ def _markdown(card, name=DEFAULT):
         "",
         "Per-head scores (share of attention on the pattern, batch-mean pattern):",
         "",
-        "| layer | head | self | previous | sink (BOS) | induction |",
-        "|---|---|---|---|---|---|",
+        *heads_table(card["heads"]),
+        "",
     ]
-    for h in card["heads"]:
-        lines.append(
-            f"| {h['layer']} | {h['head']} | {h['self']:.3f} | {h['previous']:.3f} | "
-            f"{h['sink']:.3f} | {h['induction']:.3f} |"
-        )
-    lines.append("")
     return "\n".join(lines)
 
 
@@ -228,14 +221,8 @@ def retrain(name=DEFAULT):
     log = {key: [round(v, 4) for v in history[key]] for key in progress_callback(0, model)}
     card = dict(
         recipe=shipped.recipe,
-        torch=torch.__version__,
+        **run_facts(model, history, load),
         python=platform.python_version(),
-        machine=platform.machine(),
-        threads=history["threads"],
-        n_params=sum(p.numel() for p in model.parameters()),
-        train_seconds=round(history["seconds"], 2),
-        load_average=round(load, 2),
-        final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
         phase_change_step=phase,
         log=dict(step=history["eval_step"], **log),
         **result,

@@ -13,10 +13,12 @@ bench` measures it with one core kept busy).
 """
 
 import math
+import platform
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -212,3 +214,17 @@ class _LivePlot:
         logged.update({k: v for k, v in history.items() if k not in skip})
         training_curves(logged, history["step"], history["loss"], fig=self.fig)
         self.handle.update(self.fig)
+
+
+def run_facts(model, history, load):
+    """What a model card says of its training run: versions, machine, size, time and the
+    machine's load average (``load``) while it trained."""
+    return dict(
+        torch=torch.__version__,
+        machine=platform.machine(),
+        threads=history["threads"],
+        n_params=sum(p.numel() for p in model.parameters()),
+        train_seconds=round(history["seconds"], 2),
+        load_average=round(load, 2),
+        final_train_loss=round(float(np.mean(history["loss"][-50:])), 4),
+    )
