@@ -122,14 +122,45 @@ def _kill_running(client, prefix: str, proc, deadline: float) -> list[int]:
             pid = client.run(os.getpid, workers=[address], on_error="ignore").get(address)
             if pid is None:
                 continue
-            tree = psutil.Process(pid).children(recursive=True)
-            if any(p.name() == "bwrap" for p in tree):
+            tree = _tree(pid)
+            if any(_name(p) == "bwrap" for p in tree):
                 time.sleep(0.5)
                 pids = [pid, *(p.pid for p in tree)]
                 os.kill(pid, signal.SIGKILL)
                 return pids
         time.sleep(0.1)
     raise AssertionError(f"no worker was running {prefix}* while the batch ran")
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:  # the worker died between the listing and this call
+        return []
+
+
+def _name(process: psutil.Process) -> str:
+    try:
+        return process.name()
+    except psutil.NoSuchProcess:  # a process of the tree exited while it was read
+        return ""
+
+
+@pytest.fixture
+def started():
+    """_start, with every run it started stopped when the test ends, passed or not: a run
+    left grading on the shared cluster would be the next test's target."""
+    procs = []
+
+    def start(*args):
+        procs.append(_start(*args))
+        return procs[-1]
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _gone(pids: list[int], wait=10.0) -> bool:
@@ -154,14 +185,14 @@ def test_without_scheduler_dask_is_not_imported(local):
 
 
 def test_the_cluster_grades_like_the_local_pool_though_a_worker_is_killed_mid_notebook(
-    cluster, subs, local, tmp_path
+    cluster, subs, local, tmp_path, started
 ):
     """One run (each costs the class's notebooks): the cluster's grades.csv is the local
     pool's, with every student's outputs, though a worker died running a notebook."""
     address, client = cluster
     _wait_for_workers(client)
     out = tmp_path / "out"
-    proc = _start(subs, out, "--scheduler", address)
+    proc = started(subs, out, "--scheduler", address)
     killed = _kill_running(client, "grade-", proc, time.monotonic() + 600)
     stdout, _ = _finish(proc)
     assert _grades(out) == local[0]
@@ -174,12 +205,12 @@ def test_the_cluster_grades_like_the_local_pool_though_a_worker_is_killed_mid_no
 
 
 def test_a_notebook_that_kills_its_workers_is_not_graded_and_resumes(
-    cluster, subs, local, tmp_path
+    cluster, subs, local, tmp_path, started
 ):
     address, client = cluster
     _wait_for_workers(client)
     out = tmp_path / "out"
-    proc = _start(subs, out, "--scheduler", address)
+    proc = started(subs, out, "--scheduler", address)
     deadline = time.monotonic() + 600
     for _ in range(ALLOWED_FAILURES + 1):
         _kill_running(client, "grade-slow-", proc, deadline)
@@ -193,16 +224,18 @@ def test_a_notebook_that_kills_its_workers_is_not_graded_and_resumes(
     assert others == [r for r in csv.DictReader(local[0].splitlines()) if r["student"] != "slow"]
 
     _wait_for_workers(client)
-    stdout, _ = _finish(_start(subs, out, "--scheduler", address))
+    stdout, _ = _finish(started(subs, out, "--scheduler", address))
     assert f"({len(cluster_class.STUDENTS) - 1} reused" in stdout
     assert _grades(out) == local[0]
 
 
-def test_sigterm_cancels_the_cluster_run_and_the_next_run_resumes(cluster, subs, local, tmp_path):
+def test_sigterm_cancels_the_cluster_run_and_the_next_run_resumes(
+    cluster, subs, local, tmp_path, started
+):
     address, client = cluster
     _wait_for_workers(client)
     out = tmp_path / "out"
-    proc = _start(subs, out, "--scheduler", address)
+    proc = started(subs, out, "--scheduler", address)
     results = out / "work" / "results"
     deadline = time.monotonic() + 600
     while not list(results.glob("*/*.json")) and time.monotonic() < deadline:
@@ -214,7 +247,7 @@ def test_sigterm_cancels_the_cluster_run_and_the_next_run_resumes(cluster, subs,
     kept = len(list(results.glob("*/*.json")))
     assert 0 < kept < len(cluster_class.STUDENTS)
 
-    stdout, _ = _finish(_start(subs, out, "--scheduler", address))
+    stdout, _ = _finish(started(subs, out, "--scheduler", address))
     assert f"({kept} reused" in stdout
     assert _grades(out) == local[0]
 
@@ -222,7 +255,7 @@ def test_sigterm_cancels_the_cluster_run_and_the_next_run_resumes(cluster, subs,
 DASK = str(Path(sys.executable).parent / "dask")
 
 
-def test_the_readme_commands_start_a_cluster_that_grades(subs, local, tmp_path):
+def test_the_readme_commands_start_a_cluster_that_grades(subs, local, tmp_path, started):
     """`dask scheduler` and `dask worker` as README.md's "Grading a big class" shows them."""
     one = tmp_path / "one"
     shutil.copytree(subs / "wrong", one / "wrong")
@@ -242,7 +275,7 @@ def test_the_readme_commands_start_a_cluster_that_grades(subs, local, tmp_path):
         )
         with Client(address, set_as_default=False) as client:
             client.wait_for_workers(1, timeout=120)
-        _finish(_start(one, tmp_path / "out", "--scheduler", address))
+        _finish(started(one, tmp_path / "out", "--scheduler", address))
     finally:
         for proc in (worker, scheduler):
             if proc is not None:
@@ -252,12 +285,12 @@ def test_the_readme_commands_start_a_cluster_that_grades(subs, local, tmp_path):
     assert _grades(tmp_path / "out").splitlines()[1:] == wrong
 
 
-def test_unreachable_scheduler_is_one_line_and_writes_nothing(subs, tmp_path):
+def test_unreachable_scheduler_is_one_line_and_writes_nothing(subs, tmp_path, started):
     with socket.socket() as sock:  # a port that nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     out = tmp_path / "out"
-    proc = _start(subs, out, "--scheduler", f"tcp://127.0.0.1:{port}")
+    proc = started(subs, out, "--scheduler", f"tcp://127.0.0.1:{port}")
     _, stderr = _finish(proc, check=False)
     lines = stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, stderr
