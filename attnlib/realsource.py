@@ -233,7 +233,9 @@ def without_head(model, layer, head):
 
 
 def retrain(seed=0):
-    """Retrain seed ``seed``, write its weights and card, and the held-out sample."""
+    """Retrain seed ``seed``, write its weights and card, and the held-out sample. The
+    card's ``.md`` says how long `make data` took once :mod:`attnlib.shipped` rewrites every
+    card (the last step of `make data`; ``python -m attnlib.shipped --cards``)."""
     load_before = os.getloadavg()[0]
     model, history, (train_text, held_out, n_files) = train_source(seed)
     busy = max(load_before, os.getloadavg()[0])
@@ -270,8 +272,30 @@ def retrain(seed=0):
     return card
 
 
-def markdown(card):
-    """The card in words (``model_card_<name>.md``), from its JSON."""
+def _make_data_lines(card, whole):
+    """The card's section on how long ``make data`` took: ``whole`` is
+    :func:`attnlib.shipped.make_data_summary` (every model's card)."""
+    seeds = " and ".join(f"{whole['seconds'][run_name(s)] / 60:.1f}" for s in SEEDS)
+    total, jobs, (low, high) = whole["total_seconds"], whole["jobs"], whole["load_average"]
+    return [
+        "## How long `make data` took",
+        f"- `make data` trained this model in {card['train_seconds'] / 60:.1f} min (the two "
+        f"seeds: {seeds} min, at the same time, one per core).",
+        f"- The whole of `make data` took about {total / jobs / 60:.0f} min on {jobs} cores, "
+        f"from its parts: its {len(whole['seconds'])} models trained for {total / 60:.1f} min "
+        f"in all, one torch thread each, and it trains {jobs} at a time, one per core "
+        f"({total / 60:.1f} / {jobs} = {total / jobs / 60:.1f} min). The sum adds every model's "
+        "`train_seconds` from its card, each the last retrain of that model "
+        f"({', '.join(whole['machines'])}, load average {low:.1f}–{high:.1f} from other jobs "
+        "while it trained); `make data` was not timed as one run. Not counted: each model's "
+        "start, corpus reading and final evaluation (`docs/real_text_recipes.md`).",
+        "",
+    ]
+
+
+def markdown(card, whole=None):
+    """The card in words (``model_card_<name>.md``), from its JSON; with ``whole``
+    (:func:`attnlib.shipped.make_data_summary`), how long ``make data`` took."""
     r, c = card["recipe"], card["corpus"]
     m, d, o, e = r["model"], r["data"], r["optim"], r["eval"]
     best = max((h for h in card["heads"] if h["layer"] == 1), key=lambda h: h["induction"])
@@ -317,8 +341,10 @@ def markdown(card):
         f"{card['held_out_loss']:.3f} nats per character.",
         "",
         *heads_table(card["heads"]),
+        "",
+        *(_make_data_lines(card, whole) if whole else []),
     ]
-    return "\n".join([*lines, ""])
+    return "\n".join(lines)
 
 
 def main(argv=None):

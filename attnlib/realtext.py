@@ -348,7 +348,7 @@ def retrain(name=FULL, seed=RECIPE["seed"]):
         log=dict(step=history["eval_step"], held_out_loss=history["held-out loss"]),
     )
     (out / f"model_card_{stem}.json").write_text(json.dumps(card, indent=1) + "\n")
-    (out / f"model_card_{stem}.md").write_text(_markdown(card))
+    (out / f"model_card_{stem}.md").write_text(markdown(card))
     return card
 
 
@@ -362,7 +362,8 @@ def _attention(model):
     return "full causal attention"
 
 
-def _markdown(card):
+def markdown(card):
+    """The card in words (``model_card_<name>.md``), from its JSON."""
     r, c = card["recipe"], card["corpus"]
     m, d, o = r["model"], r["data"], r["optim"]
     return "\n".join(

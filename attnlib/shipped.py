@@ -12,7 +12,8 @@ Two models share one recipe and differ only in positions:
 (= ``make data``) retrains both, and notebook 10's real-text models (:mod:`attnlib.realsource`'s
 two seeds on Python source first, then :mod:`attnlib.realtext`'s on docstrings), and rewrites
 their weights and model cards in ``data/``: one process per model, two at a time (``--jobs``),
-each on one thread.
+each on one thread. Last, it rewrites every card's ``.md`` from its JSON, as ``--cards`` alone
+does without training: the real-source cards state how long `make data` took, from every card.
 """
 
 import argparse
@@ -250,11 +251,63 @@ def _retrain_one(name):
 
 
 ALL_NAMES = [*realsource.NAMES, *realtext.RUNS, *MODELS]  # the longest runs first
+JOBS = 2  # models `make data` trains at once, one core each (--jobs)
+
+
+def card_stem(name):
+    """The stem of model ``name``'s card in ``data/`` (``<stem>.json``, ``<stem>.md``), for
+    every model `make data` trains."""
+    if name not in ALL_NAMES:
+        raise ValueError(f"No model {name!r}; `make data` trains {', '.join(ALL_NAMES)}.")
+    return MODELS[name].card if name in MODELS else f"model_card_{name}"
+
+
+def _read_card(name):
+    return json.loads(data_file(card_stem(name) + ".json").read_text())
+
+
+def make_data_summary():
+    """What the cards say of `make data` as a whole: every model's training seconds (from
+    its card: the last retrain of that model), their sum, and the machines and load averages
+    they trained on."""
+    cards = {name: _read_card(name) for name in ALL_NAMES}
+    loads = [card["load_average"] for card in cards.values()]
+    return dict(
+        seconds={name: card["train_seconds"] for name, card in cards.items()},
+        total_seconds=sum(card["train_seconds"] for card in cards.values()),
+        machines=sorted({card["machine"] for card in cards.values()}),
+        load_average=(min(loads), max(loads)),
+        jobs=JOBS,
+    )
+
+
+def card_markdown(name, whole=None):
+    """Model ``name``'s card in words (its ``.md``), from its JSON in ``data/``, as `make data`
+    writes it; ``whole`` is :func:`make_data_summary` (read from the cards when ``None``)."""
+    card = _read_card(name)
+    if name in realtext.RUNS:
+        return realtext.markdown(card)
+    if name in realsource.NAMES:
+        return realsource.markdown(card, whole or make_data_summary())
+    return _markdown(card, name)
+
+
+def write_cards():
+    """Rewrite every model card's ``.md`` from its JSON (no training): the last step of
+    `make data`, once every model's training time is on its card."""
+    whole = make_data_summary()
+    for name in ALL_NAMES:
+        (data_dir() / f"{card_stem(name)}.md").write_text(card_markdown(name, whole))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--retrain", action="store_true", help="retrain and rewrite data/")
+    parser.add_argument(
+        "--cards",
+        action="store_true",
+        help="only rewrite every model card's .md from its JSON (no training)",
+    )
     parser.add_argument(
         "--only",
         choices=ALL_NAMES,
@@ -263,18 +316,26 @@ def main(argv=None):
         "the other real_text* attnlib.realtext's)",
     )
     parser.add_argument(
-        "--jobs", type=int, default=2, help="models trained at once, one core each (default 2)"
+        "--jobs",
+        type=int,
+        default=JOBS,
+        help=f"models trained at once, one core each (default {JOBS})",
     )
     args = parser.parse_args(argv)
-    if not args.retrain:
-        parser.error("nothing to do: pass --retrain to regenerate data/")
+    if args.retrain == args.cards:
+        parser.error("pass --retrain to regenerate data/, or --cards to rewrite its cards' .md")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, not {args.jobs}")
-    names = args.only or ALL_NAMES  # the longest runs first
-    # spawn: a fresh interpreter per model, no torch state forked from this one
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
-        list(pool.map(_retrain_one, names))  # re-raises a model's failure
+    if args.retrain:
+        names = args.only or ALL_NAMES  # the longest runs first
+        # spawn: a fresh interpreter per model, no torch state forked from this one
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
+            list(pool.map(_retrain_one, names))  # re-raises a model's failure
+    try:
+        write_cards()  # the real-source cards state every model's training time
+    except FileNotFoundError as missing:  # a card never written: data_file says which
+        parser.exit(1, f"{missing}\n")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import torch
 
 from attnlib import realsource, realtext, shipped
 from attnlib.kvcache import CachedDecoder
+from attnlib.paths import REPO_ROOT
 from attnlib.train import learning_rate, per_token_loss, torch_threads
 
 
@@ -23,9 +24,28 @@ def test_shipped_weights_reproduce_their_card_and_have_an_induction_head(seed):
     assert result["loss_second_copy"] == pytest.approx(card["loss_second_copy"], abs=1e-3)
     best = max(h["induction"] for h in result["heads"] if h["layer"] == 1)
     assert best >= 0.4 and result["gain"] >= 1.0  # issue 34's bar, on held-out source
-    markdown = realtext.data_file(f"model_card_{realsource.run_name(seed)}.md").read_text()
-    assert markdown == realsource.markdown(card)
-    assert f"{card['train_seconds']:.1f} s" in markdown and "real_text_recipes.md" in markdown
+
+
+def test_the_card_and_the_recipes_state_how_long_make_data_took():
+    """The sum of every card's training time and half of it (two models at a time), read
+    here from the JSON cards, in the real-source cards and in docs/real_text_recipes.md."""
+    seconds = {
+        name: json.loads(realtext.data_file(f"{shipped.card_stem(name)}.json").read_text())[
+            "train_seconds"
+        ]
+        for name in shipped.ALL_NAMES
+    }
+    total = sum(seconds.values())
+    whole = [f"{total / 60:.1f} min", f"{total / shipped.JOBS / 60:.1f} min"]
+    recipes = (REPO_ROOT / "docs" / "real_text_recipes.md").read_text()
+    assert all(number in recipes for number in [*whole, f"{total:.1f} s"])
+    assert all(f"{s:.1f}" in recipes for s in seconds.values())  # its table of every model
+    seeds = " and ".join(f"{seconds[name] / 60:.1f}" for name in realsource.NAMES)
+    for name in realsource.NAMES:
+        markdown = realtext.data_file(f"{shipped.card_stem(name)}.md").read_text()
+        assert f"trained this model in {seconds[name] / 60:.1f} min" in markdown
+        assert f"the two seeds: {seeds} min" in markdown and "real_text_recipes.md" in markdown
+        assert all(number in markdown for number in whole), name
 
 
 def test_the_sample_is_the_one_the_card_names():
