@@ -18,14 +18,25 @@ import importlib
 import os
 import pkgutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from attnlib.checks._core import CheckFailed, call, precision_problem
 from grader.seeds import derived
+
+Array = npt.NDArray[np.float64]
+Floats = npt.NDArray[np.floating]  # float64, or float32 where a case checks the precision
+# One hidden case: the arguments of one call, of the types its exercise takes.
+Case = tuple[Any, ...]
+Cases = Callable[[np.random.Generator], Iterable[Case]]
+# (the learner's result, the case) -> what is compared, when right answers vary.
+Outcome = Callable[[Any, Case], object]
+_Reference = TypeVar("_Reference", bound=Callable[..., object])
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,7 @@ class Mistake:
     caught_by: str = "both"
     message: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.caught_by not in ("visible", "hidden", "both"):
             raise ValueError(f"{self.label}: caught_by must be visible, hidden or both")
         if self.message and not all(w.lower() in self.message.lower() for w in self.says):
@@ -92,17 +103,17 @@ class HiddenCheck:
     """One exercise's hidden check: its reference answer, its cases and its catalogued
     mistakes (not ``grader.course.Exercise``, the exercise's place in the notebook)."""
 
-    reference: Callable
-    cases: Callable  # rng -> iterable of argument tuples
-    mistakes: list = field(default_factory=list)  # [Mistake]
+    reference: Callable[..., object]
+    cases: Cases
+    mistakes: list[Mistake] = field(default_factory=list)
     atol: float = 1e-6
     rtol: float = 1e-5
-    outcome: Callable | None = None  # (result, args) -> what is compared, when answers vary
+    outcome: Outcome | None = None
     # Whole-solution shortcuts: {module prefix: names} the learner's function must not call.
-    shortcuts: dict = field(default_factory=dict)
-    alternatives: list = field(default_factory=list)  # [Alternative]
+    shortcuts: dict[str, set[str]] = field(default_factory=dict)
+    alternatives: list[Alternative] = field(default_factory=list)
     module: str = ""  # the hidden module, named after the notebook ("nb01_soft_lookup")
-    parts: tuple = ()  # names of the arrays a tuple result holds, for messages ("Q", "K", "V")
+    parts: tuple[str, ...] = ()  # names of the arrays a tuple result holds ("Q", "K", "V")
 
     @property
     def notebook(self) -> str:
@@ -114,17 +125,17 @@ REGISTRY: dict[str, HiddenCheck] = {}
 
 
 def exercise(
-    name,
+    name: str,
     *,
-    cases,
-    mistakes=(),
-    alternatives=(),
-    atol=1e-6,
-    rtol=1e-5,
-    outcome=None,
-    shortcuts=None,
-    parts=(),
-):
+    cases: Cases,
+    mistakes: Iterable[Mistake] = (),
+    alternatives: Iterable[Alternative] = (),
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    outcome: Outcome | None = None,
+    shortcuts: Mapping[str, set[str]] | None = None,
+    parts: Iterable[str] = (),
+) -> Callable[[_Reference], _Reference]:
     """Decorator: register the function below as the reference for exercise ``name``.
 
     ``shortcuts`` maps a module prefix to names the learner's function must not call while
@@ -134,7 +145,7 @@ def exercise(
     (``torch.softmax`` inside ``attention``) and other exercises' shortcuts stay allowed.
     """
 
-    def register(reference):
+    def register(reference: _Reference) -> _Reference:
         REGISTRY[name] = HiddenCheck(
             reference,
             cases,
@@ -163,7 +174,7 @@ def shortcuts() -> dict[str, dict[str, list[str]]]:
     }
 
 
-def _load_all():
+def _load_all() -> None:
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
 
@@ -174,16 +185,17 @@ def catalogue(notebook: str) -> dict[str, HiddenCheck]:
     return {name: ex for name, ex in REGISTRY.items() if ex.notebook == notebook}
 
 
-def compile_answer(source: str, name: str, namespace: dict):
+def compile_answer(source: str, name: str, namespace: Mapping[str, object]) -> Callable[..., Any]:
     """The function ``name`` that an answer cell's ``source`` defines, run in a copy of
     ``namespace`` (the notebook's names: ``np``, earlier exercises ...)."""
-    scope = dict(namespace)
+    scope: dict[str, Any] = dict(namespace)
     exec(compile(textwrap.dedent(source).strip() + "\n", f"<answer {name}>", "exec"), scope)
-    return scope[name]
+    answer: Callable[..., Any] = scope[name]  # whatever the cell defined, called as a function
+    return answer
 
 
 @cache
-def _named_mistake(name: str, label: str):
+def _named_mistake(name: str, label: str) -> Callable[..., Any]:
     """A catalogue mistake compiled against the references of its notebook."""
     entry = REGISTRY[name]
     scope = {"np": np, **{n: ex.reference for n, ex in catalogue(entry.notebook).items()}}
@@ -198,7 +210,7 @@ def rng_for(name: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), derived(name)])
 
 
-def _as_parts(value):
+def _as_parts(value: object) -> list[Array]:
     """Flatten a result into float64 arrays; anything else is not a valid answer."""
     if isinstance(value, (tuple, list)):
         return [part for item in value for part in _as_parts(item)]
@@ -212,7 +224,7 @@ def _as_parts(value):
         raise TypeError(f"a {type(value).__name__}, not numbers") from None
 
 
-def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
+def same(got: object, want: object, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
     """True when ``got`` matches ``want`` in structure, shape and value."""
     got_parts, want_parts = _as_parts(got), _as_parts(want)
     return len(got_parts) == len(want_parts) and all(
@@ -221,20 +233,22 @@ def same(got, want, atol=1e-6, rtol=1e-5) -> bool:
     )
 
 
-def _copy(args):
+def _copy(args: Case) -> Case:
     return tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
-def _describe(args):
+def _describe(args: Case) -> str:
     return ", ".join(f"shape {a.shape}" if isinstance(a, np.ndarray) else repr(a) for a in args)
 
 
-def _judged(spec, result, args):
+def _judged(spec: HiddenCheck, result: object, args: Case) -> object:
     """What gets compared: the result itself, or its ``outcome`` when answers can differ."""
     return spec.outcome(result, _copy(args)) if spec.outcome else result
 
 
-def _shape_message(name, got, want, args, parts=()) -> str | None:
+def _shape_message(
+    name: str, got: object, want: object, args: Case, parts: tuple[str, ...] = ()
+) -> str | None:
     """Shape first: the result's structure or shape, when it differs from the reference's."""
     got_parts, want_parts = _as_parts(got), _as_parts(want)
     if len(got_parts) != len(want_parts):
@@ -260,7 +274,7 @@ def spec(name: str) -> HiddenCheck:
     return REGISTRY[name]
 
 
-def _named(name, entry, got, args) -> str | None:
+def _named(name: str, entry: HiddenCheck, got: object, args: Case) -> str | None:
     """The message of the catalogue mistake whose result on ``args`` is ``got``, if any."""
     for mistake in entry.mistakes:
         if not mistake.message:
@@ -275,7 +289,7 @@ def _named(name, entry, got, args) -> str | None:
     return None
 
 
-def check_case(name: str, args, got) -> None:
+def check_case(name: str, args: Case, got: object) -> None:
     """Compare the learner's result ``got`` on ``args`` with the reference (trusted side).
 
     Raises CheckFailed naming a recognised mistake where it can. The autograder calls this
@@ -300,8 +314,10 @@ def check_case(name: str, args, got) -> None:
     )
 
 
-def verify(name: str, fn) -> None:
+def verify(name: str, fn: Callable[..., object]) -> None:
     """Run the hidden checks of exercise ``name`` on the learner's ``fn``."""
     for args in spec(name).cases(rng_for(name)):
-        check_case(name, args, call(fn, *_copy(args), name=name))
+        # attnlib's `call` has no annotations: what it returns is the learner's result.
+        got = call(fn, *_copy(args), name=name)  # type: ignore[no-untyped-call]
+        check_case(name, args, got)
     print(f"✓ `{name}`: hidden checks passed.")

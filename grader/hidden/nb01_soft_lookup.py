@@ -1,11 +1,13 @@
 """Hidden checks and the mistake catalogue for notebook 01 (soft lookup)."""
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, exercise
+from grader.hidden import Alternative, Array, Mistake, exercise
 
 
-def _softmax_cases(rng):
+def _softmax_cases(rng: np.random.Generator) -> Iterator[tuple[Array] | tuple[Array, int]]:
     yield (rng.normal(size=7) * 3,)
     yield (rng.normal(size=(4, 6)) * 5,)
     yield (rng.normal(size=(2, 3, 5)) * 10 + 900,)
@@ -158,12 +160,13 @@ def _softmax_cases(rng):
         ),
     ],
 )
-def softmax(x, axis=-1):
+def softmax(x: Array, axis: int = -1) -> Array:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    weights: Array = e / e.sum(axis=axis, keepdims=True)
+    return weights
 
 
-def _telling_table(rng):
+def _telling_table(rng: np.random.Generator) -> tuple[Array, Array, Array]:
     """A table where the best-scoring, the worst-scoring and the closest key are three
     different keys (3q, -q, and q nudged sideways), in a random order: the first hidden
     case, so each slip of `hard_lookup` is named by the key it picks."""
@@ -177,7 +180,7 @@ def _telling_table(rng):
     return query, keys[order], rng.normal(size=(len(keys), 4))
 
 
-def _lookup_cases(rng):
+def _lookup_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array]]:
     """Tables whose sizes differ (n, d, d_v) and whose keys have different lengths, so the
     closest key and the best-scoring key usually differ."""
     yield _telling_table(rng)
@@ -279,11 +282,12 @@ def _lookup_cases(rng):
         ),
     ],
 )
-def hard_lookup(query, keys, values):
-    return values[np.argmax(keys @ query)]
+def hard_lookup(query: Array, keys: Array, values: Array) -> Array:
+    best: Array = values[np.argmax(keys @ query)]  # [d_v]
+    return best
 
 
-def _soft_cases(rng):
+def _soft_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array]]:
     yield from _lookup_cases(rng)
     n, d, d_v = 6, 4, 3
     keys, query = rng.normal(size=(n, d)), rng.normal(size=d)
@@ -420,11 +424,11 @@ def _soft_cases(rng):
         ),
     ],
 )
-def soft_lookup(query, keys, values):
+def soft_lookup(query: Array, keys: Array, values: Array) -> Array:
     return softmax(keys @ query) @ values
 
 
-def _design_cases(rng):
+def _design_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array]]:
     for n, d, d_v in [(3, 4, 2), (5, 3, 6), (6, 8, 3), (2, 2, 2)]:
         query = rng.normal(size=d)
         items = rng.normal(size=(n, d_v))
@@ -432,7 +436,7 @@ def _design_cases(rng):
         yield query, items, weights
 
 
-def _retrieved(result, args):
+def _retrieved(result: object, args: tuple[Array, Array, Array]) -> tuple[Array, Array]:
     """What the learner's design does: the soft lookup of the query, and what slots hold."""
     query, items, _ = args
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
@@ -533,5 +537,5 @@ def _retrieved(result, args):
         ),
     ],
 )
-def design_keys_values(query, items, weights):
+def design_keys_values(query: Array, items: Array, weights: Array) -> tuple[Array, Array]:
     return np.outer(np.log(weights), query) / (query @ query), items

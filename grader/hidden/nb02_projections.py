@@ -1,9 +1,13 @@
 """Hidden checks and the mistake catalogue for notebook 02 (projections)."""
 
-from grader.hidden import Alternative, Mistake, exercise
+from collections.abc import Iterator
+
+import numpy as np
+
+from grader.hidden import Alternative, Array, Mistake, exercise
 
 
-def _project_cases(rng):
+def _project_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array]]:
     # Mostly d_out != d_model (so X @ W crashes), plus square W where only values tell.
     for T, d_model, d_out in [(5, 4, 3), (7, 6, 8), (3, 5, 5), (1, 3, 2), (6, 4, 4)]:
         yield rng.normal(size=(T, d_model)), rng.normal(size=(d_out, d_model))
@@ -96,11 +100,11 @@ _TORCH_LINEAR = """
         Alternative("torch-linear", _TORCH_LINEAR),
     ],
 )
-def project(X, W):
+def project(X: Array, W: Array) -> Array:
     return X @ W.T
 
 
-def _qkv_cases(rng):
+def _qkv_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array, Array]]:
     for T, d_model, d_k, d_v in [(4, 6, 3, 5), (5, 4, 4, 4), (2, 3, 2, 2), (6, 8, 2, 3)]:
         yield (
             rng.normal(size=(T, d_model)),
@@ -206,5 +210,5 @@ def _qkv_cases(rng):
         ),
     ],
 )
-def qkv(X, W_Q, W_K, W_V):
+def qkv(X: Array, W_Q: Array, W_K: Array, W_V: Array) -> tuple[Array, Array, Array]:
     return project(X, W_Q), project(X, W_K), project(X, W_V)

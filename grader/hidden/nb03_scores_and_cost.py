@@ -1,12 +1,15 @@
 """Hidden checks and the mistake catalogue for notebook 03 (scores and their cost)."""
 
+from collections.abc import Iterator
+
 import numpy as np
+import numpy.typing as npt
 
 from attnlib.checks._core import is_whole
-from grader.hidden import Alternative, Mistake, exercise
+from grader.hidden import Alternative, Array, Floats, Mistake, exercise
 
 
-def _scores_cases(rng):
+def _scores_cases(rng: np.random.Generator) -> Iterator[tuple[Floats, Floats]]:
     for T_q, T_k, d_k in [(5, 7, 3), (6, 6, 4), (1, 9, 16), (12, 4, 8)]:  # one square case
         yield rng.normal(size=(T_q, d_k)), rng.normal(size=(T_k, d_k))
     Q, K = rng.normal(size=(8, 32)), rng.normal(size=(10, 32))
@@ -119,18 +122,18 @@ def _scores_cases(rng):
         ),
     ],
 )
-def attention_scores(Q, K):
+def attention_scores(Q: npt.ArrayLike, K: npt.ArrayLike) -> Array:
     return np.asarray(Q, dtype=np.float64) @ np.asarray(K, dtype=np.float64).T
 
 
-def _bytes_cases(rng):
+def _bytes_cases(rng: np.random.Generator) -> Iterator[tuple[int] | tuple[int, int]]:
     yield (int(rng.integers(5, 50)),)  # T > dtype_bytes, so T·T and T·4 differ
     yield (int(rng.integers(100, 5000)),)
     yield int(rng.integers(10, 200)), 8
     yield int(rng.integers(10, 200)), 2
 
 
-def _whole_bytes(result, args):
+def _whole_bytes(result: object, args: tuple[int, ...]) -> object:
     """The task says "Return an int": a float or a string of the right size is refused."""
     if not is_whole(result):
         kind = type(result).__name__ if not hasattr(result, "dtype") else result.dtype
@@ -219,5 +222,5 @@ def _whole_bytes(result, args):
         ),
     ],
 )
-def score_matrix_bytes(T, dtype_bytes=4):
+def score_matrix_bytes(T: int, dtype_bytes: int = 4) -> int:
     return T * T * dtype_bytes

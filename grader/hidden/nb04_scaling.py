@@ -1,18 +1,21 @@
 """Hidden checks for notebook 04 (why divide by √d_k)."""
 
+from collections.abc import Iterator
+
 import numpy as np
+import numpy.typing as npt
 
-from grader.hidden import Alternative, Mistake, exercise
+from grader.hidden import Alternative, Array, Floats, Mistake, exercise
 
 
-def _scaled_cases(rng):
+def _scaled_cases(rng: np.random.Generator) -> Iterator[tuple[Floats, Floats]]:
     for T_q, T_k, d_k in [(5, 7, 3), (6, 6, 16), (2, 9, 64), (11, 4, 10)]:  # one square case
         yield rng.normal(size=(T_q, d_k)), rng.normal(size=(T_k, d_k))
     Q, K = rng.normal(size=(8, 128)), rng.normal(size=(10, 128))
     yield Q.astype(np.float32), K.astype(np.float32)
 
 
-def _raw(Q, K):
+def _raw(Q: npt.ArrayLike, K: npt.ArrayLike) -> Array:
     return np.asarray(Q, dtype=np.float64) @ np.asarray(K, dtype=np.float64).T
 
 
@@ -126,17 +129,19 @@ def _raw(Q, K):
         ),
     ],
 )
-def scaled_scores(Q, K):
-    return _raw(Q, K) / np.sqrt(Q.shape[-1])
+def scaled_scores(Q: Floats, K: Floats) -> Array:
+    scores: Array = _raw(Q, K) / np.sqrt(Q.shape[-1])  # [T_q, T_k]
+    return scores
 
 
-def _weights(rng, N, T, scale):
+def _weights(rng: np.random.Generator, N: int, T: int, scale: float) -> Array:
     S = rng.normal(size=(N, T)) * scale
     E = np.exp(S - S.max(axis=-1, keepdims=True))
-    return E / E.sum(axis=-1, keepdims=True)
+    A: Array = E / E.sum(axis=-1, keepdims=True)
+    return A
 
 
-def _entropy_cases(rng):
+def _entropy_cases(rng: np.random.Generator) -> Iterator[tuple[Floats]]:
     yield (_weights(rng, 6, 9, 1.0),)
     yield (_weights(rng, 20, 5, 4.0),)
     A = _weights(rng, 7, 12, 2.0)
@@ -147,7 +152,7 @@ def _entropy_cases(rng):
     yield (_weights(rng, 10, 16, 1.0).astype(np.float32),)
 
 
-def _xlogx(A):
+def _xlogx(A: npt.ArrayLike) -> Array:
     A = np.asarray(A, dtype=np.float64)
     return np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0)
 
@@ -251,11 +256,12 @@ def _xlogx(A):
         ),
     ],
 )
-def softmax_entropy(A):
-    return -_xlogx(A).sum(axis=-1)
+def softmax_entropy(A: npt.ArrayLike) -> Array:
+    entropy: Array = -_xlogx(A).sum(axis=-1)  # [N]
+    return entropy
 
 
-def _rows_with_maxima(rng, maxima, T):
+def _rows_with_maxima(rng: np.random.Generator, maxima: list[float], T: int) -> Array:
     """Rows of T weights whose largest weight is each of ``maxima``; the largest weights sit
     in every column in turn, and the rest of each row is spread below them."""
     A = np.zeros((len(maxima), T))
@@ -267,7 +273,7 @@ def _rows_with_maxima(rng, maxima, T):
     return A
 
 
-def _share_cases(rng):
+def _share_cases(rng: np.random.Generator) -> Iterator[tuple[Array, float]]:
     # First a case where every slip below gives its own answer: 15 of 40 row maxima above
     # 0.6, 9 of them above 0.9, 4 equal to 0.6; the maxima cover every column.
     maxima = [0.95] * 9 + [0.7] * 6 + [0.6] * 4 + [0.45] * 21
@@ -393,5 +399,5 @@ def _share_cases(rng):
         ),
     ],
 )
-def near_one_hot_share(A, threshold=0.9):
+def near_one_hot_share(A: npt.ArrayLike, threshold: float = 0.9) -> float:
     return float(np.mean(np.asarray(A).max(axis=-1) > threshold))

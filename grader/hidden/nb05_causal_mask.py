@@ -1,13 +1,18 @@
 """Hidden checks for notebook 05 (the causal mask)."""
 
-import numpy as np
+from collections.abc import Callable, Iterator
 
-from grader.hidden import Alternative, Mistake, exercise
+import numpy as np
+import numpy.typing as npt
+
+from grader.hidden import Alternative, Array, Mistake, exercise
+
+Inputs = npt.NDArray[np.float64 | np.int64]  # a sequence: X [T, d], or token ids [T]
 
 # ------------------------------------------------------------------ causal_mask
 
 
-def _mask_cases(rng):
+def _mask_cases(rng: np.random.Generator) -> Iterator[tuple[int]]:
     yield (1,)
     yield (2,)
     for T in rng.integers(3, 12, size=3):
@@ -15,11 +20,11 @@ def _mask_cases(rng):
     yield (int(rng.integers(16, 40)),)
 
 
-def _future(T):
+def _future(T: int) -> npt.NDArray[np.bool_]:
     return np.triu(np.ones((T, T), dtype=bool), k=1)  # j > i
 
 
-def _large_negative(label, fill, value):
+def _large_negative(label: str, fill: str, value: float) -> Mistake:
     """A mask with the large negative ``fill`` (source text, worth ``value``) for −∞."""
     return Mistake(
         label,
@@ -130,7 +135,7 @@ def _large_negative(label, fill, value):
         ),
     ],
 )
-def causal_mask(T):
+def causal_mask(T: int) -> Array:
     return np.where(_future(T), -np.inf, 0.0)
 
 
@@ -140,31 +145,32 @@ def causal_mask(T):
 class _Fn:
     """A sequence function the hidden cases pass to future_leak."""
 
-    def __init__(self, fn, label):
+    def __init__(self, fn: Callable[[Array], npt.ArrayLike], label: str) -> None:
         self.fn, self.label = fn, label
 
-    def __call__(self, X):
+    def __call__(self, X: npt.ArrayLike) -> Array:
         return np.array(self.fn(np.asarray(X, dtype=float)), dtype=float)  # fresh, contiguous
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.label
 
 
-def _causal_attention(rng, d):
+def _causal_attention(rng: np.random.Generator, d: int) -> Callable[[Array], Array]:
     """Random single-head causal attention on X [T, d] (exactly causal)."""
     W = rng.normal(size=(3, d, d)) / np.sqrt(d)
 
-    def f(X):
+    def f(X: Array) -> Array:
         Q, K, V = X @ W[0], X @ W[1], X @ W[2]
         S = Q @ K.T / np.sqrt(d)
         S = np.where(_future(len(X)), -np.inf, S)
         A = np.exp(S - S.max(axis=-1, keepdims=True))
-        return (A / A.sum(axis=-1, keepdims=True)) @ V
+        out: Array = (A / A.sum(axis=-1, keepdims=True)) @ V
+        return out
 
     return f
 
 
-def _functions(rng, d):
+def _functions(rng: np.random.Generator, d: int) -> list[_Fn]:
     k = int(rng.integers(1, 3))
     return [
         _Fn(_causal_attention(rng, d), "causal attention"),
@@ -175,11 +181,11 @@ def _functions(rng, d):
     ]
 
 
-def _reads_row(offset, t):
+def _reads_row(offset: int, t: int) -> _Fn:
     return _Fn(lambda X: np.broadcast_to(X[t + offset], X.shape), f"reads position {t + offset}")
 
 
-def _leak_cases(rng):
+def _leak_cases(rng: np.random.Generator) -> Iterator[tuple[_Fn, Inputs, Inputs, int]]:
     """Three cases first that tell the slips apart (each slip fails first where its answer
     differs from every slip listed before it in the catalogue), then random functions. The
     future only ever grows (X_alt > X), so a forgotten abs shows only where signs matter."""
@@ -204,13 +210,20 @@ def _leak_cases(rng):
     yield (_Fn(lambda X: np.cumsum(X[::-1])[::-1], "suffix sum of tokens"), tokens, other, T // 2)
 
 
-def _changed(X, X_alt, t):
+def _changed(X: Inputs, X_alt: Inputs, t: int) -> Inputs:
     X2 = X.copy()
     X2[t:] = X_alt[t:]
     return X2
 
 
-def _leak_mistake(label, changed, compared, says, message=None, caught_by="both"):
+def _leak_mistake(
+    label: str,
+    changed: str,
+    compared: str,
+    says: tuple[str, ...],
+    message: str | None = None,
+    caught_by: str = "both",
+) -> Mistake:
     """A future_leak that builds X2 with ``changed`` and returns ``compared``, as a learner
     would write it."""
     return Mistake(
@@ -344,5 +357,5 @@ _COPY = "X2 = X.copy()\n            X2[t:] = X_alt[t:]"
         ),
     ],
 )
-def future_leak(f, X, X_alt, t):
+def future_leak(f: Callable[[Inputs], Array], X: Inputs, X_alt: Inputs, t: int) -> float:
     return float(np.abs(f(X) - f(_changed(X, X_alt, t)))[:t].max())

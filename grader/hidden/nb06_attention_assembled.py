@@ -1,15 +1,17 @@
 """Hidden checks and the mistake catalogue for notebook 06 (attention, assembled)."""
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from grader.hidden import Alternative, Mistake, edited, exercise
+from grader.hidden import Alternative, Array, Mistake, edited, exercise
 
 
-def _causal(T):
+def _causal(T: int) -> Array:
     return np.where(np.triu(np.ones((T, T), dtype=bool), k=1), -np.inf, 0.0)
 
 
-def _random_mask(rng, T_q, T_k):
+def _random_mask(rng: np.random.Generator, T_q: int, T_k: int) -> Array:
     """Finite values plus some −inf entries; every row keeps at least one key."""
     M = rng.normal(size=(T_q, T_k))
     blocked = rng.random((T_q, T_k)) < 0.4
@@ -17,7 +19,9 @@ def _random_mask(rng, T_q, T_k):
     return np.where(blocked, -np.inf, M)
 
 
-def _cases(rng):
+def _cases(
+    rng: np.random.Generator,
+) -> Iterator[tuple[Array, Array, Array] | tuple[Array, Array, Array, Array]]:
     T, d_k, d_v = 5, 3, 4
     yield rng.normal(size=(T, d_k)), rng.normal(size=(T, d_k)), rng.normal(size=(T, d_v))
     T, d_k = 6, 8
@@ -64,7 +68,9 @@ def attention(Q, K, V, mask=None):
 """
 
 
-def _slip(label, says, message=None, **edits):
+def _slip(
+    label: str, says: tuple[str, ...], message: str | None = None, **edits: tuple[str, str]
+) -> Mistake:
     """The solution with ``edits`` ({what: (as written, replacement)}) made: one Mistake."""
     return Mistake(label, edited(_ATTENTION, *edits.values()), says=says, message=message)
 
@@ -227,7 +233,7 @@ _SOFTMAX = "weights = E / E.sum(axis=-1, keepdims=True)"
         ),
     ],
 )
-def attention(Q, K, V, mask=None):
+def attention(Q: Array, K: Array, V: Array, mask: Array | None = None) -> tuple[Array, Array]:
     S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # [..., T_q, T_k]
     if mask is not None:
         S = S + mask

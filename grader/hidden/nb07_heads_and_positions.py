@@ -1,23 +1,27 @@
 """Hidden checks and the mistake catalogue for notebook 07 (heads and positions)."""
 
-import numpy as np
+from collections.abc import Iterator
 
-from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, edited, exercise
+import numpy as np
+import numpy.typing as npt
+
+from grader.hidden import TORCH_ATTENTION, Alternative, Array, Mistake, edited, exercise
 
 # The helper package's own versions, and torch's: each would be the whole exercise in one call.
 MODEL_HEADS = {"attnlib": {"CausalSelfAttention", "TinyTransformer"}}
 
 
-def _softmax(S):
+def _softmax(S: Array) -> Array:
     E = np.exp(S - S.max(axis=-1, keepdims=True))
-    return E / E.sum(axis=-1, keepdims=True)
+    A: Array = E / E.sum(axis=-1, keepdims=True)
+    return A
 
 
-def _causal(T):
+def _causal(T: int) -> Array:
     return np.where(np.triu(np.ones((T, T), dtype=bool), k=1), -np.inf, 0.0)
 
 
-def _random_mask(rng, T):
+def _random_mask(rng: np.random.Generator, T: int) -> Array:
     """Finite values and some −inf entries; every query keeps at least one key."""
     M = rng.normal(size=(T, T))
     blocked = rng.random((T, T)) < 0.4
@@ -28,7 +32,7 @@ def _random_mask(rng, T):
 # --------------------------------------------------------------------------- split_heads
 
 
-def _split_cases(rng):
+def _split_cases(rng: np.random.Generator) -> Iterator[tuple[Array, int]]:
     for lead, T, d_model, n_heads in [
         ((), 5, 12, 3),
         ((), 4, 8, 2),
@@ -139,7 +143,7 @@ _SPLIT_RETURN = "return np.swapaxes(H, -2, -3)"
         ),
     ],
 )
-def split_heads(X, n_heads):
+def split_heads(X: Array, n_heads: int) -> Array:
     *lead, T, d_model = X.shape
     if d_model % n_heads:
         raise ValueError(f"n_heads = {n_heads} does not divide d_model = {d_model}")
@@ -150,7 +154,7 @@ def split_heads(X, n_heads):
 # --------------------------------------------------------------------------- merge_heads
 
 
-def _merge_cases(rng):
+def _merge_cases(rng: np.random.Generator) -> Iterator[tuple[Array]]:
     for shape in [(3, 5, 4), (2, 4, 3), (2, 4, 6, 2), (2, 3, 2, 5, 4), (1, 6, 8), (5, 2, 1)]:
         yield (rng.normal(size=shape),)
 
@@ -226,7 +230,7 @@ def _merge_cases(rng):
         ),
     ],
 )
-def merge_heads(H):
+def merge_heads(H: Array) -> Array:
     *lead, n_heads, T, d_head = H.shape
     return np.swapaxes(H, -2, -3).reshape(*lead, T, n_heads * d_head)  # [..., T, d_model]
 
@@ -267,7 +271,9 @@ _MASK_SCORES = "    if mask is not None:\n        S = S + mask\n"
 _RETURN = "return merge_heads(A @ V) @ W_O.T, A"
 
 
-def _mha_cases(rng):
+def _mha_cases(
+    rng: np.random.Generator,
+) -> Iterator[tuple[Array, Array, Array, Array, Array, int, Array | None]]:
     for lead, T, d_model, n_heads, mask in [
         ((), 5, 8, 2, "causal"),
         ((), 6, 12, 3, None),
@@ -467,7 +473,15 @@ def _mha_cases(rng):
         ),
     ],
 )
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
+def multi_head_attention(
+    X: Array,
+    W_Q: Array,
+    W_K: Array,
+    W_V: Array,
+    W_O: Array,
+    n_heads: int,
+    mask: Array | None = None,
+) -> tuple[Array, Array]:
     Q, K, V = (split_heads(X @ W.T, n_heads) for W in (W_Q, W_K, W_V))  # [..., h, T, d_head]
     S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # [..., h, T, T]
     if mask is not None:
@@ -479,7 +493,9 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, n_heads, mask=None):
 # --------------------------------------------------------------------------- rope
 
 
-def _rope_cases(rng):
+def _rope_cases(
+    rng: np.random.Generator,
+) -> Iterator[tuple[Array, npt.NDArray[np.integer], float]]:
     for lead, T, d, positions, base in [
         ((), 5, 8, "arange", 10000.0),
         ((), 6, 4, "random", 10000.0),
@@ -616,7 +632,7 @@ _FREQUENCIES = "-np.arange(0, d, 2) / d"
         ),
     ],
 )
-def rope(X, positions, base=10000.0):
+def rope(X: Array, positions: npt.ArrayLike, base: float = 10000.0) -> Array:
     d = X.shape[-1]
     angle = np.asarray(positions, dtype=float)[:, None] * base ** (-np.arange(0, d, 2) / d)
     cos, sin = np.cos(angle), np.sin(angle)  # [T, d/2]

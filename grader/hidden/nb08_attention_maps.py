@@ -1,8 +1,11 @@
 """Hidden checks and the mistake catalogue for notebook 08 (reading attention maps)."""
 
-import numpy as np
+from collections.abc import Iterator
 
-from grader.hidden import Alternative, Mistake, edited, exercise
+import numpy as np
+import numpy.typing as npt
+
+from grader.hidden import Alternative, Array, Mistake, edited, exercise
 
 # The course's own scorers of attention patterns (attnlib.patterns) solve these exercises.
 _SCORE_TEMPLATES = {
@@ -10,20 +13,28 @@ _SCORE_TEMPLATES = {
 }
 
 
-def _pattern(rng, T):
+def _pattern(rng: np.random.Generator, T: int) -> Array:
     """A random causal attention pattern [T, T]: rows sum to 1, zeros above the diagonal."""
     S = rng.normal(size=(T, T)) * rng.uniform(0.5, 3.0)
     S[np.triu_indices(T, 1)] = -np.inf
-    A = np.exp(S - S.max(axis=1, keepdims=True))
-    return A / A.sum(axis=1, keepdims=True)
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    A: Array = E / E.sum(axis=1, keepdims=True)
+    return A
 
 
-def _pattern_cases(rng):
+def _pattern_cases(rng: np.random.Generator) -> Iterator[tuple[Array]]:
     for T in (3, 7, int(rng.integers(10, 40))):
         yield (_pattern(rng, T),)
 
 
-def _score_mistake(name, label, body, says, message=None, args="A"):
+def _score_mistake(
+    name: str,
+    label: str,
+    body: str,
+    says: tuple[str, ...],
+    message: str | None = None,
+    args: str = "A",
+) -> Mistake:
     """A scorer whose body is ``body`` (it may use ``t = np.arange(1, len(A))``)."""
     return Mistake(
         label,
@@ -108,7 +119,7 @@ _PREVIOUS_BY_T = (
         ),
     ],
 )
-def self_score(A):
+def self_score(A: Array) -> float:
     t = np.arange(1, len(A))
     return float(A[t, t].mean())
 
@@ -186,7 +197,7 @@ def self_score(A):
         ),
     ],
 )
-def previous_token_score(A):
+def previous_token_score(A: Array) -> float:
     t = np.arange(1, len(A))
     return float(A[t, t - 1].mean())
 
@@ -265,16 +276,23 @@ def previous_token_score(A):
         ),
     ],
 )
-def sink_score(A):
+def sink_score(A: Array) -> float:
     return float(A[1:, 0].mean())
 
 
-def _induction_cases(rng):
+def _induction_cases(rng: np.random.Generator) -> Iterator[tuple[Array, int]]:
     for L in (4, 2, 3, int(rng.integers(5, 20))):  # L = 4 first: t−1, t−L+2, t−L all differ
         yield (_pattern(rng, 2 * L + 1), L)
 
 
-def _induction_mistake(label, rows, cols, says, message=None, reduce="mean"):
+def _induction_mistake(
+    label: str,
+    rows: str,
+    cols: str,
+    says: tuple[str, ...],
+    message: str | None = None,
+    reduce: str = "mean",
+) -> Mistake:
     """An induction score that reads A[rows, cols] (``t`` is the second copy, L the period)."""
     return Mistake(
         label,
@@ -391,12 +409,12 @@ def _induction_mistake(label, rows, cols, says, message=None, reduce="mean"):
         ),
     ],
 )
-def induction_score(A, period):
+def induction_score(A: Array, period: int) -> float:
     t = np.arange(period + 1, 2 * period + 1)
     return float(A[t, t - period + 1].mean())
 
 
-def _mask_cases(rng):
+def _mask_cases(rng: np.random.Generator) -> Iterator[tuple[int, int] | tuple[int, int, int]]:
     yield (6, 2)
     yield (7, 3, 1)
     yield (5, 1, 2)
@@ -405,11 +423,11 @@ def _mask_cases(rng):
     yield (T, T + 3)
 
 
-def _mask_from(allowed):
+def _mask_from(allowed: npt.NDArray[np.bool_]) -> Array:
     return np.where(allowed, 0.0, -np.inf)
 
 
-def _ij(T):
+def _ij(T: int) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.integer]]:
     return np.arange(T)[:, None], np.arange(T)[None, :]
 
 
@@ -425,7 +443,14 @@ def sliding_window_mask(T, window, n_sink=0):
 """
 
 
-def _window_mistake(label, allowed, says, message=None, fill="-np.inf", returned=None):
+def _window_mistake(
+    label: str,
+    allowed: str,
+    says: tuple[str, ...],
+    message: str | None = None,
+    fill: str = "-np.inf",
+    returned: str | None = None,
+) -> Mistake:
     """The window mask with ``allowed`` (source text, over index grids i and j) and what it
     returns (``returned``, or the additive mask filled with ``fill``) in place of the answer's."""
     returned = returned or f"np.where(allowed, 0.0, {fill})"
@@ -514,6 +539,6 @@ def _window_mistake(label, allowed, says, message=None, fill="-np.inf", returned
         ),
     ],
 )
-def sliding_window_mask(T, window, n_sink=0):
+def sliding_window_mask(T: int, window: int, n_sink: int = 0) -> Array:
     i, j = _ij(T)
     return _mask_from((j <= i) & ((i - j < window) | (j < n_sink)))

@@ -2,13 +2,14 @@
 attention, eviction, attention without the T×T matrix)."""
 
 import textwrap
+from collections.abc import Iterator
 
 import numpy as np
 
-from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, edited, exercise
+from grader.hidden import TORCH_ATTENTION, Alternative, Array, Mistake, edited, exercise
 
 
-def _decode_cases(rng):
+def _decode_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array, Array]]:
     """A square case first (W and Wᵀ both fit, so a transposed projection is named), then
     sizes that all differ, one position alone, and scores that overflow an unshifted exp."""
     for T, d_model, d_k, d_v in [(5, 4, 4, 4), (7, 5, 4, 3), (12, 6, 8, 2), (1, 3, 2, 5)]:
@@ -186,14 +187,17 @@ def decode_with_cache(X, W_Q, W_K, W_V):
         ),
     ],
 )
-def decode_with_cache(X, W_Q, W_K, W_V):
+def decode_with_cache(X: Array, W_Q: Array, W_K: Array, W_V: Array) -> Array:
     Q, K, V = X @ W_Q.T, X @ W_K.T, X @ W_V.T  # [T, d_k], [T, d_k], [T, d_v]
     S = Q @ K.T / np.sqrt(W_Q.shape[0]) + np.triu(np.full((len(X),) * 2, -np.inf), 1)
     E = np.exp(S - S.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True) @ V
+    out: Array = E / E.sum(axis=1, keepdims=True) @ V  # [T, d_v]
+    return out
 
 
-def _gqa_cases(rng):
+def _gqa_cases(
+    rng: np.random.Generator,
+) -> Iterator[tuple[Array, Array, Array, Array, Array, int, int, Array | None]]:
     """Grouped (2 query heads per KV head), multi-query (1 KV head) and multi-head (as many
     KV heads as query heads) layouts, with and without a causal mask."""
     for T, n_heads, n_kv_heads, d_head, causal in [
@@ -319,7 +323,16 @@ _REPEAT = "K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)"
         ),
     ],
 )
-def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=None):
+def grouped_query_attention(
+    X: Array,
+    W_Q: Array,
+    W_K: Array,
+    W_V: Array,
+    W_O: Array,
+    n_heads: int,
+    n_kv_heads: int,
+    mask: Array | None = None,
+) -> Array:
     T, d_model = X.shape
     d_head = d_model // n_heads
     Q = (X @ W_Q.T).reshape(T, n_heads, d_head).transpose(1, 0, 2)  # [h, T, d_head]
@@ -331,15 +344,17 @@ def grouped_query_attention(X, W_Q, W_K, W_V, W_O, n_heads, n_kv_heads, mask=Non
         S = S + mask
     E = np.exp(S - S.max(axis=-1, keepdims=True))
     H = E / E.sum(axis=-1, keepdims=True) @ V  # [h, T, d_head]
-    return H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T  # [T, d_model]
+    out: Array = H.transpose(1, 0, 2).reshape(T, d_model) @ W_O.T  # [T, d_model]
+    return out
 
 
-def _online_cases(rng):
+def _online_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array, int]]:
     """Uneven last blocks, one block holding every key, a block larger than T_k, scores
     whose maximum grows block after block, and a maximum far above the first blocks'
     (exp of the stale difference overflows unless the maximum is updated)."""
     for T_q, T_k, d_k, d_v, block in [(5, 130, 8, 3, 64), (7, 64, 4, 5, 64), (3, 50, 6, 2, 7)]:
-        yield (*(rng.normal(size=s) for s in [(T_q, d_k), (T_k, d_k), (T_k, d_v)]), block)
+        Q, K, V = (rng.normal(size=s) for s in [(T_q, d_k), (T_k, d_k), (T_k, d_v)])
+        yield Q, K, V, block
     yield rng.normal(size=(4, 3)), rng.normal(size=(9, 3)), rng.normal(size=(9, 3)), 100
     Q, V = rng.normal(size=(6, 4)), rng.normal(size=(40, 2))
     growing = np.linspace(0.0, 6.0, 40)[:, None] * np.sign(Q.sum(0))  # [40, 4]
@@ -511,7 +526,7 @@ _RESCALE_OUTPUT = ("acc = acc * np.exp(m - m_new)[:, None] +", "acc = acc +")
         ),
     ],
 )
-def online_softmax_attention(Q, K, V, block_size=64):
+def online_softmax_attention(Q: Array, K: Array, V: Array, block_size: int = 64) -> Array:
     m = np.full(len(Q), -np.inf)  # [T_q] running maximum
     row_sum = np.zeros(len(Q))  # [T_q] running sum of exp(score − m)
     acc = np.zeros((len(Q), V.shape[1]))  # [T_q, d_v]

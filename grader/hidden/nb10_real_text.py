@@ -1,12 +1,14 @@
 """Hidden checks and the mistake catalogue for notebook 10 (the patterns on real text;
 sliding-window attention, key and value heads pooled for grouped-query attention)."""
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from grader.hidden import TORCH_ATTENTION, Alternative, Mistake, edited, exercise
+from grader.hidden import TORCH_ATTENTION, Alternative, Array, Mistake, edited, exercise
 
 
-def _window_cases(rng):
+def _window_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array, int]]:
     """Sizes that all differ, windows of 1, inside and beyond T, one position alone, and
     scores that overflow an unshifted exp."""
     for T, d_k, d_v, window in [
@@ -150,15 +152,16 @@ def sliding_window_attention(Q, K, V, window):
         ),
     ],
 )
-def sliding_window_attention(Q, K, V, window):
+def sliding_window_attention(Q: Array, K: Array, V: Array, window: int) -> Array:
     T = len(Q)
     i, j = np.arange(T)[:, None], np.arange(T)[None, :]
     S = np.where((j <= i) & (i - j < window), Q @ K.T / np.sqrt(Q.shape[1]), -np.inf)
     E = np.exp(S - S.max(axis=1, keepdims=True))
-    return E / E.sum(axis=1, keepdims=True) @ V
+    out: Array = E / E.sum(axis=1, keepdims=True) @ V  # [T, d_v]
+    return out
 
 
-def _pool_cases(rng):
+def _pool_cases(rng: np.random.Generator) -> Iterator[tuple[Array, int, int]]:
     """(n_heads, n_kv_heads, d_head, d_model): groups of 2, 3 and 4, no sharing, one KV head."""
     for n_heads, n_kv, d_head, d_model in [
         (4, 2, 3, 5),
@@ -239,6 +242,7 @@ def _pool_cases(rng):
         ),
     ],
 )
-def mean_pool_kv_heads(W, n_heads, n_kv_heads):
+def mean_pool_kv_heads(W: Array, n_heads: int, n_kv_heads: int) -> Array:
     group = n_heads // n_kv_heads
-    return W.reshape(n_kv_heads, group, -1, W.shape[1]).mean(1).reshape(-1, W.shape[1])
+    pooled: Array = W.reshape(n_kv_heads, group, -1, W.shape[1]).mean(1)  # [n_kv, d_head, d_model]
+    return pooled.reshape(-1, W.shape[1])

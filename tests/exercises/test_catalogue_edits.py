@@ -7,9 +7,11 @@ the same exercise by ``NEAR`` or more. Answers shorter than ``MIN_LINES`` lines 
 alone: a one-line body differs from the right one in little else than its slip.
 """
 
+import ast
 import difflib
 import inspect
 import re
+import textwrap
 from dataclasses import replace
 
 import pytest
@@ -38,9 +40,19 @@ def near_copy(a: str, b: str) -> bool:
 
 
 def _reference_source(spec) -> str:
-    """The reference function's own lines (``inspect`` starts at its ``@exercise``)."""
-    source = inspect.getsource(spec.reference)
-    return source[source.index(f"def {spec.reference.__name__}(") :]
+    """The reference function's own lines (``inspect`` starts at its ``@exercise``), its
+    signature as a learner's cell writes it: without the types the grader's code carries."""
+    source = textwrap.dedent(inspect.getsource(spec.reference))
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    body_starts = node.body[0].lineno - 1
+    args = node.args
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+        if arg is not None:
+            arg.annotation = None
+    node.returns, node.body, node.decorator_list = None, [ast.Pass()], []
+    signature = ast.unparse(node).splitlines()[0]
+    return "\n".join([signature, *source.splitlines()[body_starts:]])
 
 
 def _edited_answers(spec) -> list[str]:
