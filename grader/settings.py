@@ -16,9 +16,10 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from os import PathLike
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -34,13 +35,21 @@ from traitlets import (
     default,
     validate,
 )
-from traitlets.config import Config, Configurable, KVArgParseConfigLoader, PyFileConfigLoader
+from traitlets.config import Config, Configurable
+from traitlets.config.loader import KVArgParseConfigLoader, PyFileConfigLoader
+from traitlets.utils.bunch import Bunch
 
 from grader import course
 from grader.course import REPO_ROOT
 from grader.errors import UserError
 
 CONFIG_FILE = "nbgrader_config.py"
+LatePolicy = Literal["none", "per_hour", "per_day", "refuse"]
+LATE_POLICIES: list[LatePolicy] = ["none", "per_hour", "per_day", "refuse"]
+Lms = Literal["canvas", "moodle"]
+LMSES: list[Lms] = ["canvas", "moodle"]
+# extensions[student]: hours later for every notebook, or {notebook: hours}
+Extension = float | Mapping[str, float]
 
 
 class GraderSettings(Configurable):
@@ -171,19 +180,19 @@ class GraderSettings(Configurable):
         help="Where trusted releases built from solutions/, and the empty gradebooks made "
         "from them, are cached (by content hash)."
     ).tag(config=True)
-    due_dates = Dict(
+    due_dates: "Dict[str, str]" = Dict(  # quoted: Dict is generic to type checkers only
         key_trait=Unicode(),
         value_trait=Unicode(),
         help="{notebook: due date}, e.g. {'01_soft_lookup': '2026-12-10 17:00 +01:00'} (no "
         "zone: UTC); grader.results.deadlines. Applied by `grader totals`, never part of a "
         "grade's key.",
     ).tag(config=True)
-    extensions = Dict(
+    extensions: "Dict[str, Extension]" = Dict(
         key_trait=Unicode(),
         help="Extensions: {student: hours later for every notebook, or {notebook: hours}}.",
     ).tag(config=True)
-    late_policy = Enum(
-        ["none", "per_hour", "per_day", "refuse"],
+    late_policy: Enum[LatePolicy] = Enum(
+        LATE_POLICIES,
         "none",
         help="Late work: none (only stated), per_hour or per_day (late_penalty of the "
         "notebook's points per started hour or day), refuse (it scores 0).",
@@ -192,8 +201,8 @@ class GraderSettings(Configurable):
         0.1, min=0.0, max=1.0, help="Share of a notebook's points per late hour or day."
     ).tag(config=True)
 
-    lms = Enum(
-        ["canvas", "moodle"],
+    lms: Enum[Lms] = Enum(
+        LMSES,
         "canvas",
         help='Whose bulk download `grader collect` reads: Canvas\'s "Download Submissions" '
         'zip or Moodle\'s "Download all submissions" (grader.intake.collect).',
@@ -205,49 +214,54 @@ class GraderSettings(Configurable):
     ).tag(config=True)
 
     @validate("sandbox_cpus", "judge_seconds", "stream_grace", "read_seconds")
-    def _positive(self, proposal):
+    def _positive(self, proposal: Bunch) -> float:
+        value: float = proposal.value
         # Float's min is inclusive (0 would not limit, it would stall) and lets inf through
-        if not (0 < proposal.value < math.inf):
-            raise Refused(f"{proposal.value} refused")
-        return proposal.value
+        if not (0 < value < math.inf):
+            raise Refused(f"{value} refused")
+        return value
 
     @validate("late_penalty")
-    def _finite(self, proposal):
-        if math.isnan(proposal.value):  # nan passes Float's bounds
-            raise Refused(f"{proposal.value} refused")
-        return proposal.value
+    def _finite(self, proposal: Bunch) -> float:
+        value: float = proposal.value
+        if math.isnan(value):  # nan passes Float's bounds
+            raise Refused(f"{value} refused")
+        return value
 
     @validate("due_dates")
-    def _due_dates(self, proposal):
-        for notebook, text in proposal.value.items():
+    def _due_dates(self, proposal: Bunch) -> dict[str, str]:
+        value: dict[str, str] = proposal.value
+        for notebook, text in value.items():
             _known_notebook(notebook)
             parse_due(text, notebook)
-        return proposal.value
+        return value
 
     @validate("lms_pattern")
-    def _pattern(self, proposal):
+    def _pattern(self, proposal: Bunch) -> str:
+        value: str = proposal.value
         try:
-            groups = re.compile(proposal.value).groupindex if proposal.value else {"file": 0}
+            groups: Mapping[str, int] = re.compile(value).groupindex if value else {"file": 0}
         except re.error as err:
-            raise Refused(f"{proposal.value!r} is no regular expression ({err})") from None
-        if "file" not in groups or proposal.value and not {"id", "name"} & set(groups):
-            raise Refused(f"{proposal.value!r} lacks a group it needs")
-        return proposal.value
+            raise Refused(f"{value!r} is no regular expression ({err})") from None
+        if "file" not in groups or value and not {"id", "name"} & set(groups):
+            raise Refused(f"{value!r} lacks a group it needs")
+        return value
 
     @validate("extensions")
-    def _extensions(self, proposal):
+    def _extensions(self, proposal: Bunch) -> dict[str, Extension]:
+        given_by_student: dict[str, object] = proposal.value  # the command line gives text
         return {
             _student_name(student): _extension(student, given)
-            for student, given in proposal.value.items()
+            for student, given in given_by_student.items()
         }
 
     @default("seed")
-    def _seed_default(self):
+    def _seed_default(self) -> int | None:
         value = os.environ.get("ATTN_GRADER_SEED")
         return int(value) if value else None
 
     @default("release_cache")
-    def _cache_default(self):
+    def _cache_default(self) -> str:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
         return os.path.join(base, "attention-step-by-step", "releases")
 
@@ -276,13 +290,13 @@ class Snapshot:
     cell_kb: int
     cell_timeout: int
     due_dates: Mapping[str, str]
-    extensions: Mapping[str, float | Mapping[str, float]]
+    extensions: Mapping[str, Extension]
     file_mb: int
     judge_memory_mb: int
     judge_seconds: float
     late_penalty: float
-    late_policy: Literal["none", "per_hour", "per_day", "refuse"]
-    lms: Literal["canvas", "moodle"]
+    late_policy: LatePolicy
+    lms: Lms
     lms_pattern: str
     max_output_chars: int
     max_processes: int
@@ -339,16 +353,20 @@ def accepts(name: str) -> str:
     if name in ACCEPTS:
         return ACCEPTS[name]
     if isinstance(trait, Enum):
-        return "one of " + ", ".join(trait.values)
+        return "one of " + ", ".join(trait.values or ())
     if isinstance(trait, Bool):
         return "True or False"
     if name in POSITIVE:
         return "a finite number above 0"
     kind = "a whole number" if isinstance(trait, Integer) else "a number"
-    if trait.min is not None and trait.max is not None:
-        kind += f" from {trait.min:g} to {trait.max:g}"
-    elif trait.min is not None:
-        kind += f" of at least {trait.min:g}"
+    # every other setting is an Integer or a Float (ACCEPTS says what the rest accept)
+    assert isinstance(trait, (Integer, Float))
+    low: float | None = trait.min
+    high: float | None = trait.max
+    if low is not None and high is not None:
+        kind += f" from {low:g} to {high:g}"
+    elif low is not None:
+        kind += f" of at least {low:g}"
     return kind + (", or None" if trait.allow_none else "")
 
 
@@ -360,6 +378,8 @@ def parse_due(text: str, notebook: str = "") -> datetime:
     where = f"{notebook}: " if notebook else ""
     head, _, last = text.strip().rpartition(" ")
     zone = _zone(where, last) if "/" in last else None
+    when: datetime  # dateutil has no types
+    other: datetime
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", dateutil.parser.UnknownTimezoneWarning)
@@ -383,7 +403,7 @@ def _zone(where: str, name: str) -> ZoneInfo:
         raise Refused(f"{where}unknown time zone {name!r}") from None
 
 
-def _known_notebook(name) -> str:
+def _known_notebook(name: str) -> str:
     known = course.assignments()
     if name not in known:
         raise Refused(f"unknown notebook {name!r}; the notebooks: {', '.join(known)}", True)
@@ -397,7 +417,7 @@ def _student_name(name: str) -> str:
     return name
 
 
-def _extension(student: str, given):
+def _extension(student: str, given: object) -> Extension:
     """``extensions[student]``: hours, or {notebook: hours} (the command line gives text)."""
     if isinstance(given, str):
         given = _literal(given)
@@ -406,14 +426,14 @@ def _extension(student: str, given):
     return _hours(student, given)
 
 
-def _literal(text: str):
+def _literal(text: str) -> object:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text
 
 
-def _hours(where: str, hours) -> float:
+def _hours(where: str, hours: object) -> float:
     if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not 0 <= hours < math.inf:
         raise Refused(f"{where}: {hours!r} is not a number of hours")
     return float(hours)
@@ -463,9 +483,9 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     return ours, rest
 
 
-def _typed(argv: list[str]) -> dict:
+def _typed(argv: Sequence[str]) -> dict[str, str]:
     """{setting name: the option that set it, as typed} of the settings' options ``argv``."""
-    typed = {}
+    typed: dict[str, str] = {}
     for token in argv:
         option = token.partition("=")[0]
         name = option.removeprefix("--")
@@ -478,13 +498,17 @@ def _typed(argv: list[str]) -> dict:
     return typed
 
 
-def _command_line(argv: list[str]) -> Config:
+def _command_line(argv: Sequence[str]) -> Config:
     """The settings ``argv`` gives, parsed by traitlets; a mistake is a UserError."""
     loader = KVArgParseConfigLoader(
-        list(argv), ALIASES, FLAGS, classes=[GraderSettings], exit_on_error=False
+        list(argv),
+        ALIASES,
+        FLAGS,  # type: ignore[arg-type]  # traitlets types flags as dict[str, str]; it takes these
+        classes=[GraderSettings],
+        exit_on_error=False,
     )
     try:
-        config = loader.load_config()
+        config: Config = loader.load_config()
     except argparse.ArgumentError as err:
         raise UserError(str(err)) from None
     known = GraderSettings.class_trait_names(config=True)
@@ -507,13 +531,19 @@ def options_help() -> str:
     return "\n".join(lines)
 
 
-def course_id(path=REPO_ROOT) -> str:
+def course_id(path: str | PathLike[str] = REPO_ROOT) -> str:
     """The course id, from its one source: ``c.CourseDirectory.course_id``, which nbgrader's
     own apps read too."""
-    return PyFileConfigLoader(CONFIG_FILE, path=str(path)).load_config().CourseDirectory.course_id
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(path)).load_config()
+    course: str = config.CourseDirectory.course_id
+    return course
 
 
-def load(overrides: dict | None = None, path=REPO_ROOT, argv: list[str] = ()) -> GraderSettings:
+def load(
+    overrides: Mapping[str, object] | None = None,
+    path: str | PathLike[str] = REPO_ROOT,
+    argv: Sequence[str] = (),
+) -> GraderSettings:
     """The settings from ``path/nbgrader_config.py``, then ``argv`` (options as
     :func:`split_argv` picks them), then ``overrides`` (None values skipped), each checked as
     it is set: a bad one is a UserError naming it as it was given."""
@@ -528,7 +558,7 @@ def load(overrides: dict | None = None, path=REPO_ROOT, argv: list[str] = ()) ->
     return settings
 
 
-def _set(settings: GraderSettings, where: str, name: str, value) -> None:
+def _set(settings: GraderSettings, where: str, name: str, value: object) -> None:
     if name not in GraderSettings.class_trait_names(config=True):
         raise UserError(f"{where}: unknown setting; see grader/settings.py")
     try:
@@ -540,7 +570,7 @@ def _set(settings: GraderSettings, where: str, name: str, value) -> None:
         raise UserError(f"{where}: {why}; {name} accepts {accepts(name)}") from None
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     if isinstance(value, list) and len(value) == 1:  # the command line's form of one item
         value = value[0]
     text = repr(value)

@@ -14,6 +14,8 @@ that follow), counts every value against one budget, bounds nesting and gives up
 time limit. Any violation raises :class:`Malformed`; nothing is ever unpickled.
 """
 
+from __future__ import annotations
+
 import io
 import math
 import os
@@ -21,8 +23,16 @@ import re
 import struct
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: the kernel imports this module before any notebook code
+    import socket
+    from collections.abc import Callable, Iterable
+
+    # A hidden case's function argument that the grader answers for (``Oracle``).
+    OracleFunction = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -68,16 +78,16 @@ class TooLarge(ValueError):
 class Opaque:
     """Stands for a value that is not numbers (its type name); it equals nothing."""
 
-    def __init__(self, type_name: str, shape=None):
+    def __init__(self, type_name: str, shape: Iterable[int] | None = None) -> None:
         self.type_name = type_name
         if shape is not None:  # a torch tensor: checks recognise one by .detach
             self.shape = tuple(shape)
             self.detach = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self.type_name}>"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return False
 
     __hash__ = object.__hash__
@@ -95,7 +105,7 @@ class Oracle:
 
 
 class _Encoder:
-    def __init__(self, limits: Limits, oracles: list | None):
+    def __init__(self, limits: Limits, oracles: list[OracleFunction] | None) -> None:
         self.limits, self.oracles = limits, oracles
         self.out = io.BytesIO()
         self.entries = 0
@@ -120,7 +130,7 @@ class _Encoder:
         data = npy_bytes(arr)
         self.put(tag + prefix + _LEN.pack(len(data)) + data)
 
-    def value(self, v, depth: int = 0) -> None:
+    def value(self, v: Any, depth: int = 0) -> None:  # any object, told by its exact type
         self.entries += 1
         if self.entries > self.limits.entries:
             raise TooLarge(f"more than {self.limits.entries} values")
@@ -192,7 +202,12 @@ def npy_bytes(arr: np.ndarray) -> bytes:
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + data
 
 
-def encode(value, limits: Limits = LIMITS, oracles: list | None = None, budget=None) -> bytes:
+def encode(
+    value: object,
+    limits: Limits = LIMITS,
+    oracles: list[OracleFunction] | None = None,
+    budget: Budget | None = None,
+) -> bytes:
     """``value`` as bytes; raises TooLarge beyond ``limits`` (or beyond what is left of a
     shared :class:`Budget`, which is then charged). With ``oracles`` (a list), functions
     become oracles (appended to it) instead of stand-ins."""
@@ -219,7 +234,7 @@ class Budget:
     """Limits shared by several values that make up one frame (e.g. a record whose calls
     were encoded one by one): every value charged counts against the same totals."""
 
-    def __init__(self, limits: Limits = LIMITS):
+    def __init__(self, limits: Limits = LIMITS) -> None:
         self.limits = limits
         self.bytes_left = limits.frame_bytes
         self.entries_left = limits.entries
@@ -236,7 +251,7 @@ class Budget:
 
 
 class _Decoder:
-    def __init__(self, data: bytes, budget: Budget):
+    def __init__(self, data: bytes, budget: Budget) -> None:
         self.data, self.limits = bytes(data), budget.limits_left()
         self.pos = 0
         self.entries = 0
@@ -248,7 +263,7 @@ class _Decoder:
         self.pos += n
         return self.data[self.pos - n : self.pos]
 
-    def unpack(self, fmt: struct.Struct):
+    def unpack(self, fmt: struct.Struct) -> tuple[Any, ...]:
         if self.pos + fmt.size > len(self.data):
             raise Malformed("truncated")
         value = fmt.unpack_from(self.data, self.pos)
@@ -256,6 +271,7 @@ class _Decoder:
         return value
 
     def length(self, most: int, what: str) -> int:
+        n: int
         (n,) = self.unpack(_LEN)
         if n > most or n > len(self.data) - self.pos:
             raise Malformed(f"{what} of {n} is more than allowed or than the bytes left")
@@ -290,7 +306,7 @@ class _Decoder:
         flat = np.frombuffer(self.data, dtype=dtype, count=count, offset=offset)
         return flat.reshape(shape, order="F" if fortran == b"True" else "C").copy(order="K")
 
-    def value(self, depth: int = 0):
+    def value(self, depth: int = 0) -> Any:  # whatever the kernel sent, in any shape
         self.entries += 1
         if self.entries > self.limits.entries:
             raise Malformed(f"more than {self.limits.entries} values")
@@ -307,14 +323,16 @@ class _Decoder:
             raise Malformed(f"unknown tag {tag}")
         return read(self, depth)
 
-    def _sequence(self, depth, kind):
+    def _sequence(
+        self, depth: int, kind: type[list[Any]] | type[tuple[Any, ...]]
+    ) -> list[Any] | tuple[Any, ...]:
         n = self.length(self.limits.entries - self.entries, "a sequence")
         items = [self.value(depth + 1) for _ in range(n)]
         return items if kind is list else tuple(items)
 
-    def _dict(self, depth):
+    def _dict(self, depth: int) -> dict[str, Any]:
         n = self.length(self.limits.entries - self.entries, "a dict")
-        out = {}
+        out: dict[str, Any] = {}
         for _ in range(n):
             key = self.value(depth + 1)
             if type(key) is not str:
@@ -322,30 +340,30 @@ class _Decoder:
             out[key] = self.value(depth + 1)
         return out
 
-    def _big_int(self, depth):
+    def _big_int(self, depth: int) -> int:
         digits = self.text()
         if len(digits) > _BIG_INT_DIGITS or not digits.lstrip("-").isdigit():
             raise Malformed("a big integer that is not digits")
         return int(digits)
 
-    def _scalar(self, depth):
+    def _scalar(self, depth: int) -> Any:  # a NumPy scalar
         arr = self.array()
         if arr.ndim:
             raise Malformed("a NumPy scalar with a shape")
         return arr[()]
 
-    def _tensor(self, depth):
+    def _tensor(self, depth: int) -> Opaque:
         n = self.length(self.limits.array_dims, "a tensor shape")
         return Opaque("torch.Tensor", [self.unpack(_INT)[0] for _ in range(n)])
 
-    def _oracle(self, depth):
+    def _oracle(self, depth: int) -> Oracle:
         (oid,) = self.unpack(_LEN)
         label = self.value(depth + 1)
         if type(label) is not str:
             raise Malformed("an oracle without a label")
         return Oracle(oid, label[:60])
 
-    _READERS = {
+    _READERS: dict[int, Callable[[_Decoder, int], Any]] = {
         ord("N"): lambda self, depth: None,
         ord("T"): lambda self, depth: True,
         ord("F"): lambda self, depth: False,
@@ -370,14 +388,15 @@ class _Decoder:
 class Subclassed:
     """An ndarray subclass the kernel saw (``array`` holds its numbers, ``name`` its class)."""
 
-    def __init__(self, name: str, array: np.ndarray):
+    def __init__(self, name: str, array: np.ndarray) -> None:
         self.name, self.array = name, array
 
 
-def decode(data: bytes, limits: Limits = LIMITS, budget: Budget | None = None):
+def decode(data: bytes, limits: Limits = LIMITS, budget: Budget | None = None) -> Any:
     """The value in ``data``; raises Malformed unless it is exactly one value within limits
     (or within what is left of a shared ``budget``, which is then charged). An ndarray
-    subclass comes back as :class:`Subclassed`; see :func:`plain`."""
+    subclass comes back as :class:`Subclassed`; see :func:`plain`. The value is the sender's:
+    any shape, for the reader to check."""
     budget = budget or Budget(limits)
     if type(data) is not bytes or len(data) > budget.bytes_left:
         raise Malformed("not bytes, or more bytes than allowed")
@@ -389,7 +408,7 @@ def decode(data: bytes, limits: Limits = LIMITS, budget: Budget | None = None):
     return value
 
 
-def plain(value, found: list | None = None):
+def plain(value: Any, found: list[str] | None = None) -> Any:
     """``value`` with every :class:`Subclassed` replaced by its plain array (names of the
     subclasses appended to ``found``)."""
     kind = type(value)
@@ -407,7 +426,9 @@ def plain(value, found: list | None = None):
 # --------------------------------------------------------------------------- streams
 
 
-def frame(value, limits: Limits = LIMITS, oracles: list | None = None) -> bytes:
+def frame(
+    value: object, limits: Limits = LIMITS, oracles: list[OracleFunction] | None = None
+) -> bytes:
     """One frame: the 4-byte length and the encoded value."""
     payload = encode(value, limits, oracles)
     return _LEN.pack(len(payload)) + payload
@@ -420,8 +441,9 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _read_exactly(sock, n: int) -> bytes | None:
+def _read_exactly(sock: socket.socket, n: int) -> bytes | None:
     """``n`` bytes, or None when the stream ends first (Malformed if it ends midway)."""
+    chunks: list[bytes]
     chunks, left = [], n
     while left:
         chunk = sock.recv(min(left, 2**20))
@@ -434,7 +456,7 @@ def _read_exactly(sock, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def read_frame(sock, limits: Limits = LIMITS) -> bytes | None:
+def read_frame(sock: socket.socket, limits: Limits = LIMITS) -> bytes | None:
     """The next frame's payload from a stream socket, or None at the end of the stream.
     Raises Malformed for a frame longer than the limit (the stream cannot be trusted after)."""
     head = _read_exactly(sock, 4)

@@ -33,10 +33,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 import jinja2.filters
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
+from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 from nbgrader.api import Gradebook
 from nbgrader.exchange.default import ExchangeCollect
@@ -77,8 +79,9 @@ class HubGraderOnly(NotebookExporter):
     # Overrides nbgrader internals (pinned in pyproject.toml); guarded by
     # tests/test_overrides.py::test_formgrader_s_autograde_makes_its_exporter_before_it_converts
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        # nbconvert's Exporter.__init__ is untyped; untyped_calls_exclude misses super() calls
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         coursedir = getattr(self.parent, "coursedir", None)
         assignment = getattr(coursedir, "assignment_id", "") or "NOTEBOOK"
         message = REFUSAL.format(assignment=assignment)
@@ -96,13 +99,13 @@ def config_path(s: Settings) -> list[Path]:
 # (root's, see hub.exchange), where it would otherwise demand a root writable by everyone and
 # course folders owned by whoever releases. Its other effect, group-writable files, stays in
 # the instructors' folder (their group's) and in each attendee's home (their own group).
-GROUPSHARED = {"groupshared": True}
+GROUPSHARED: dict[str, object] = {"groupshared": True}
 
 
 def _nbgrader_config(s: Settings) -> str:
     course_directory = {"course_id": s.course_id, "root": str(s.course_root),
                         "db_url": gradebook.db_url(s.grading)} | GROUPSHARED  # fmt: skip
-    values = {
+    values: dict[str, dict[str, object]] = {
         "CourseDirectory": course_directory,
         "Exchange": {"root": str(s.exchange)},
         "ExchangeFactory": {"collect": f"{__name__}.{ReceivedCollect.__name__}"},
@@ -120,14 +123,12 @@ def _nbgrader_config(s: Settings) -> str:
 def _student_config(s: Settings) -> str:
     """The attendees' nbgrader settings: the exchange, and Validate's settings taken from the
     course's nbgrader_config.py (as the student bundle carries them)."""
-    return config_file(
-        "Written by `python -m hub start`: nbgrader for the attendees' servers.",
-        {
-            "CourseDirectory": {"course_id": s.course_id} | GROUPSHARED,
-            "Exchange": {"root": str(s.exchange)},
-        }
-        | bundle.validate_config(),
-    )
+    own: dict[str, dict[str, object]] = {
+        "CourseDirectory": {"course_id": s.course_id} | GROUPSHARED,
+        "Exchange": {"root": str(s.exchange)},
+    }
+    header = "Written by `python -m hub start`: nbgrader for the attendees' servers."
+    return config_file(header, own | bundle.validate_config())
 
 
 # Lab terminals: bash, not the login shell Jupyter starts under a spawner, whose
@@ -207,7 +208,15 @@ def release(s: Settings, assignments: list[str]) -> int:
     return 0
 
 
-class ReceivedCollect(ExchangeCollect):
+class Record(TypedDict):
+    """nbgrader's record of an inbound folder (``ExchangeCollect._path_to_record``)."""
+
+    username: str | None  # None: refused (``ReceivedCollect.init_src`` drops it)
+    filename: str
+    timestamp: datetime
+
+
+class ReceivedCollect(ExchangeCollect):  # type: ignore[misc]  # nbgrader is untyped
     """nbgrader's collect (``ExchangeFactory.collect`` on the hub) that takes a submission
     only from the attendee it names, and records, for each submission it copies, when the
     exchange received it (``grader.results.deadlines`` reads it).
@@ -218,12 +227,13 @@ class ReceivedCollect(ExchangeCollect):
     in place, said in one line and listed in ``OUT/report/refused_submissions.csv``."""
 
     out = Unicode(help="The course grader's OUT, where the times are recorded.").tag(config=True)
+    src_records: list[Record]
 
     # Overrides nbgrader internals (pinned in pyproject.toml); guarded by
     # tests/test_hub_exchange.py::test_a_submission_counts_only_for_the_attendee_who_made_it
     # (so do _path_to_record, copy_files and do_copy below)
-    def init_src(self):
-        self._refused = []
+    def init_src(self) -> None:
+        self._refused: list[tuple[str, str]] = []
         super().init_src()
         hidden = Path(self.inbound_path).glob(f".*+{self.coursedir.assignment_id}+*")
         for path in sorted(hidden):  # `..`: nbgrader's glob skips these; say so
@@ -232,12 +242,13 @@ class ReceivedCollect(ExchangeCollect):
         _write_refusals(Path(self.out), self.coursedir.assignment_id, self._refused)
 
     # Overrides nbgrader internals: see init_src
-    def _path_to_record(self, path):
+    def _path_to_record(self, path: str) -> Record:
         claimed = os.path.basename(path).rsplit("+", 3)[0]
         reason = refusal(Path(path), claimed)
         if not reason:
             try:
-                return super()._path_to_record(path)
+                record: Record = super()._path_to_record(path)
+                return record
             except (ValueError, OverflowError):  # the name's timestamp is no time
                 reason = "its name holds no submission time"
         self._refuse(path, reason)
@@ -248,9 +259,10 @@ class ReceivedCollect(ExchangeCollect):
         self._refused.append((os.path.basename(path), reason))
 
     # Overrides nbgrader internals: see init_src
-    def copy_files(self):
+    def copy_files(self) -> None:
         for rec in self.src_records:  # a copy interrupted before its record: copy it again
             student = rec["username"]
+            assert student is not None  # init_src dropped the refused
             dest = self.coursedir.format_path(
                 self.coursedir.submitted_directory, student, self.coursedir.assignment_id
             )
@@ -260,7 +272,7 @@ class ReceivedCollect(ExchangeCollect):
         _write_refusals(Path(self.out), self.coursedir.assignment_id, self._refused)
 
     # Overrides nbgrader internals: see init_src
-    def do_copy(self, src, dest, log=None):
+    def do_copy(self, src: str, dest: str, log: logging.Logger | None = None) -> None:
         """nbgrader's copy (its size limits and ignore patterns), never following a link: the
         attendee may swap one in after ``refusal`` looked. A folder over the limits or with a
         link is refused, not collected, and the other submissions are collected."""
@@ -409,6 +421,10 @@ def totals(s: Settings) -> int:
     return subprocess.run(cmd, cwd=s.private_course).returncode
 
 
+# nbconvert's resources: values of every kind (nbgrader's own under "nbgrader")
+Resources = dict[str, Any]
+
+
 class LateWork(Preprocessor):
     """Runs after nbgrader's GetGrades in generate_feedback: states when the notebook was
     handed in and due (``grader.results.deadlines.describe``) and takes off the late penalty, as the
@@ -420,10 +436,10 @@ class LateWork(Preprocessor):
     )
 
     @default("enabled")
-    def _on(self):
+    def _on(self) -> bool:
         return True
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: Resources) -> tuple[NotebookNode, Resources]:
         info = resources["nbgrader"]
         late = _late_work(self.out, self.course)
         handed, penalty = late.get((info["student"], info["notebook"]), ("", 0.0))
@@ -435,7 +451,7 @@ class LateWork(Preprocessor):
 
 
 @functools.cache
-def _late_work(out: str, course_root: str) -> dict:
+def _late_work(out: str, course_root: str) -> dict[tuple[str, str], tuple[str, float]]:
     """{(student, notebook): (the handed-in line, points taken off)}, as `grader totals`
     computes them: once per generate_feedback run."""
     grader_settings = settings.load(path=Path(course_root))
@@ -448,6 +464,9 @@ def _late_work(out: str, course_root: str) -> dict:
     return {key: (e["handed"], taken.get(key, 0.0)) for key, e in extra.items()}
 
 
+Rounding = Literal["common", "ceil", "floor"]  # jinja2's round filter's methods
+
+
 class Pending(str):
     """A score still to be given by hand, as nbgrader's feedback template shows it."""
 
@@ -458,10 +477,10 @@ class MarkPending(Preprocessor):
     the notebook's score says how many points are pending."""
 
     @default("enabled")
-    def _on(self):  # nbconvert's preprocessors are off unless enabled
+    def _on(self) -> bool:  # nbconvert's preprocessors are off unless enabled
         return True
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: Resources) -> tuple[NotebookNode, Resources]:
         info = resources["nbgrader"]
         with Gradebook(info["db_url"]) as gb:
             grades = gb.find_submission_notebook(
@@ -484,12 +503,14 @@ class MarkPending(Preprocessor):
         return nb, resources
 
 
-def score_float(value, default=0.0):
+def score_float(value: object, default: float = 0.0) -> float | Pending:
     """The feedback template's ``float`` filter: a pending score stays "pending"."""
     return value if isinstance(value, Pending) else jinja2.filters.do_float(value, default)
 
 
-def score_round(value, precision=0, method="common"):
+def score_round(
+    value: float | Pending, precision: int = 0, method: Rounding = "common"
+) -> float | Pending:
     """The feedback template's ``round`` filter, likewise."""
     if isinstance(value, Pending):
         return value

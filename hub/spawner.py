@@ -21,6 +21,9 @@ import grp
 import os
 import pwd
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
 
 from jupyterhub.auth import LocalAuthenticator
 from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
@@ -64,10 +67,19 @@ def role_env(s: settings.Settings, instructor: bool) -> dict[str, str]:
     }
 
 
-class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):
+class Account(Protocol):
+    """What ``add_user`` is given: JupyterHub's ``User``, or its ``orm.User`` at start."""
+
+    name: str
+
+
+# misc: jupyterhub is untyped, its classes are Any to mypy (CourseSpawner's likewise)
+class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):  # type: ignore[misc]
     """Shared passwords; the unix account made on first login."""
 
-    def check_blocked_users(self, username, authentication=None):
+    def check_blocked_users(
+        self, username: str, authentication: dict[str, object] | None = None
+    ) -> bool:
         """Block every account of the host the workshop did not make (``root``, the host's
         own users); JupyterHub asks this of every login (``allow_all`` skips the allow
         list, never the block list)."""
@@ -82,7 +94,7 @@ class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):
         self.log.warning("refused %r: a unix account the workshop did not make", username)
         return False
 
-    async def add_user(self, user):
+    async def add_user(self, user: Account) -> None:
         await super().add_user(user)
         s = settings.load()
         os.chmod(pwd.getpwnam(user.name).pw_dir, 0o700)
@@ -90,23 +102,25 @@ class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):
             add_to_group(user.name, s.instructor_group)
 
 
-class CourseSpawner(LocalProcessSpawner):
+class CourseSpawner(LocalProcessSpawner):  # type: ignore[misc]  # jupyterhub is untyped
     """A local server from the course environment, with its role's tools and limits."""
 
-    def _limits(self, s) -> limits.Limits:
+    _cgroups: list[Path]  # the server's cgroup folders (none where none is allowed)
+
+    def _limits(self, s: settings.Settings) -> limits.Limits:
         return limits.Limits(s.memory_mb, s.cpus, s.processes)
 
-    def get_env(self):
-        env = super().get_env()
+    def get_env(self) -> dict[str, str]:
+        env: dict[str, str] = super().get_env()
         env.pop("PYTHONPATH", None)
         return env | role_env(settings.load(), instructor=self.user.admin)
 
-    def make_preexec_fn(self, name):
+    def make_preexec_fn(self, name: str) -> Callable[[], None]:
         become_user = super().make_preexec_fn(name)
         folders, bounds = self._cgroups, self._limits(settings.load())
         umask = 0o007 if self.user.admin else 0o077  # instructors share their course folder
 
-        def preexec():
+        def preexec() -> None:
             limits.join(folders)
             limits.set_rlimits(bounds, memory=not folders)
             os.umask(umask)
@@ -114,7 +128,7 @@ class CourseSpawner(LocalProcessSpawner):
 
         return preexec
 
-    async def start(self):
+    async def start(self) -> tuple[str, int]:
         s = settings.load()
         home = pwd.getpwnam(self.user.name).pw_dir
         os.chmod(home, 0o700)
@@ -127,9 +141,10 @@ class CourseSpawner(LocalProcessSpawner):
         self._cgroups = limits.create(self.user.name, self._limits(s), s.group)
         applied = "a cgroup" if self._cgroups else "rlimits (no cgroup allowed here)"
         self.log.info("limits for %s: %s, %s", self.user.name, applied, self._limits(s))
-        return await super().start()
+        address: tuple[str, int] = await super().start()  # (ip, port)
+        return address
 
-    async def stop(self, now=False):
+    async def stop(self, now: bool = False) -> None:
         await super().stop(now=now)
         folders = limits.folders(self.user.name, settings.load().group)
         await asyncio.to_thread(limits.end_processes, folders)

@@ -3,14 +3,17 @@ entries, student ids one file name would merge. The big batch (``fixtures/intake
 holds the ones that need a run; the rest need no kernel."""
 
 import re
+import unicodedata
 import zlib
 
 from fixtures.adversarial import NB
 from fixtures.intake_attacks import COLLIDING, IGNORED
 
 from grader import seeds
+from grader.results import annotated, report
 from grader.results import out as outfolder
 from grader.results.report import feedback_path
+from grader.results.result import GRADED, Result
 
 SHORT = 2**16  # candidate secrets tried: a short seed space, searched in a second
 
@@ -101,3 +104,25 @@ def test_feedback_file_names_are_one_per_id(tmp_path):
     assert all(p.parent == tmp_path / "feedback" and p.suffix == ".html" for p in pages)
     assert feedback_path(tmp_path, "col_a").name == "col_a.html"
     assert feedback_path(tmp_path, "é").name == "é.html"
+
+
+def test_ids_a_case_insensitive_disk_would_merge_get_a_page_and_folder_each(tmp_path):
+    """macOS's and Windows' disks (and a zip unpacked there) take ``Ann`` and ``ann`` for one
+    name, ``ς`` for ``σ``, ``ı`` for ``i``, a decomposed ``é`` for a composed one: every id
+    gets its own page and folder there too, each page names its student, and a lower-case id
+    keeps its own name."""
+    ids = ["ann", "Ann", "ANN", "σ", "ς", "i", "ı", "ss", "ß", "é", "e\u0301"]
+    pages = [feedback_path(tmp_path, s).name for s in ids]
+    folders = [annotated.page_path(tmp_path, s, NB).parent.name for s in ids]
+    for names in (pages, folders):
+        for disk in (str.casefold, str.upper):  # macOS folds case, Windows upper-cases
+            seen = {disk(unicodedata.normalize("NFC", name)) for name in names}
+            assert len(seen) == len(ids), (disk, names)
+    kept = ("ann", "σ", "é")
+    assert [feedback_path(tmp_path, s).name for s in kept] == [f"{s}.html" for s in kept]
+    cells = {"notebook": NB, "exercise": "softmax", "points": "1", "max_points": "2"}
+    rows = [{"student": s, **cells, "message": "", "comment": "", "by_hand": ""} for s in ids]
+    results = [Result(s, NB, GRADED, (), flags=(), notes=(), sandboxed=True) for s in ids]
+    report.write_feedback(tmp_path, rows, results, {})
+    for student in ids:
+        assert f"Feedback for {student}</h1>" in feedback_path(tmp_path, student).read_text()

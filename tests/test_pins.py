@@ -112,7 +112,9 @@ def _imports(folder: str) -> set[str]:
                 found.add(node.args[0].value)
     tops = {name.split(".")[0] for name in found}
     local = {p.stem for p in (ROOT / folder).rglob("*") if p.suffix == ".py" or p.is_dir()}
-    return tops - set(sys.stdlib_module_names) - {"attnlib", "grader", "hub", "bench"} - local
+    # _typeshed: the standard library's stubs, imported for type checkers only
+    stdlib = set(sys.stdlib_module_names) | {"_typeshed"}
+    return tops - stdlib - {"attnlib", "grader", "hub", "bench"} - local
 
 
 def _declared(*groups: str) -> set[str]:

@@ -28,28 +28,43 @@ With ``--scheduler ADDRESS`` the same jobs run on a Dask cluster instead of loca
 processes (``grader.batch.cluster``); everything else, OUT included, stays the same.
 """
 
+import argparse
 import json
 import logging
 import os
 import shutil
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from time import monotonic
+from types import FrameType
+from typing import TYPE_CHECKING, NoReturn
 
 from grader import course
 from grader.batch import pool
+from grader.batch.progress import Progress
 from grader.errors import UserError
 from grader.intake import roster as class_roster
 from grader.results import out as out_files
 from grader.run import sandbox
 
+if TYPE_CHECKING:  # imported where used: the grading code loads when a run starts
+    from grader.batch.cluster import RunJobs
+    from grader.batch.job import Job
+    from grader.intake.submissions import Submission
+    from grader.judging.trusted import Trusted
+    from grader.results.result import Result
+    from grader.settings import GraderSettings
+
 TAKES_SETTINGS = True  # grader.cli parses the settings' options (grader.settings.ALIASES)
 log = logging.getLogger(__name__)
+Key = tuple[str, str]  # (student, notebook)
+Entries = dict[str, list[Path]]  # {student: [folder or zip, ...]} (submissions.student_entries)
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="folder with one folder or zip per student")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument(
@@ -86,8 +101,8 @@ def add_arguments(parser):
     )
 
 
-def _settings(args):
-    settings = args.settings  # checked by traitlets (grader.settings)
+def _settings(args: argparse.Namespace) -> "GraderSettings":
+    settings: GraderSettings = args.settings  # checked by traitlets (grader.settings)
     if settings.sandbox:
         try:
             sandbox.check()
@@ -96,7 +111,7 @@ def _settings(args):
     return settings
 
 
-def _check_paths(args) -> tuple[Path, Path]:
+def _check_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     subs, out = args.submissions.resolve(), args.out.resolve()
     if out == subs or subs in out.parents:
         raise UserError(f"--out {args.out} must not be inside the submissions folder")
@@ -110,7 +125,7 @@ def _check_paths(args) -> tuple[Path, Path]:
     return subs, out
 
 
-def _answer_ids() -> dict:
+def _answer_ids() -> dict[str, set[str]]:
     return {a: {e.grade_id for e in course.exercises(a)} for a in course.assignments()}
 
 
@@ -121,14 +136,14 @@ def _unknown(kind: str, asked: list[str], known: list[str]) -> None:
         raise UserError(f"unknown {kind} {unknown[0]!r}; known {kind}s: {shown}")
 
 
-def _choose_students(args, entries: dict) -> dict:
+def _choose_students(args: argparse.Namespace, entries: Entries) -> Entries:
     if not args.students:
         return entries
     _unknown("student", args.students, sorted(entries))
     return {name: entries[name] for name in args.students}
 
 
-def _choose(args, students) -> list[str]:
+def _choose(args: argparse.Namespace, students: list["Submission"]) -> list[str]:
     known = course.assignments()
     if args.notebooks:
         names = [n.removesuffix(".ipynb") for n in args.notebooks]
@@ -152,7 +167,7 @@ def _with_graded(out: Path, assignments: list[str]) -> list[str]:
     return [a for a in course.assignments() if a in graded or a in assignments]
 
 
-def _load_result(path: Path):
+def _load_result(path: Path) -> "Result | None":
     """The result kept at ``path``, or None (none, or unreadable: it is graded again)."""
     from grader.results.result import Result
 
@@ -162,10 +177,16 @@ def _load_result(path: Path):
         return None
 
 
-def _jobs(students, assignments, trusted, settings) -> list:
+def _jobs(
+    students: list["Submission"],
+    assignments: list[str],
+    trusted: Mapping[str, "Trusted"],
+    settings: "GraderSettings",
+) -> list["Job"]:
     from grader.batch.job import Job
 
-    jobs, snapshot = [], settings.snapshot()  # frozen: every job shares it
+    jobs: list[Job] = []
+    snapshot = settings.snapshot()  # frozen: every job shares it
     log.debug("settings: %s", snapshot)
     for sub in students:
         for a in assignments:
@@ -192,7 +213,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _connect(args, settings) -> tuple:
+def _connect(args: argparse.Namespace, settings: "GraderSettings") -> tuple["RunJobs", str]:
     """(how to run the jobs, where): the local pool, or the Dask cluster of --scheduler,
     connected before anything is written (an unreachable scheduler is one line)."""
     if not args.scheduler:
@@ -206,7 +227,9 @@ def _connect(args, settings) -> tuple:
     return cluster.connect(args.scheduler), f"on the cluster {args.scheduler}"
 
 
-def _collect(args, entries, out: Path, settings) -> tuple[list, list[str]]:
+def _collect(
+    args: argparse.Namespace, entries: Entries, out: Path, settings: "GraderSettings"
+) -> tuple[list["Submission"], list[str]]:
     """(students, assignments to grade); a run that cannot start leaves no OUT behind."""
     from grader.intake import submissions
 
@@ -215,7 +238,7 @@ def _collect(args, entries, out: Path, settings) -> tuple[list, list[str]]:
     if settings.private_outputs:  # before a submission is unpacked or graded into it
         os.chmod(out, 0o700)
     try:
-        students = submissions.collect(
+        students: list[Submission] = submissions.collect(
             entries, course.assignments(), _answer_ids(), out / "work", settings
         )
         assignments = _choose(args, students)
@@ -228,11 +251,12 @@ def _collect(args, entries, out: Path, settings) -> tuple[list, list[str]]:
     return students, assignments
 
 
-def _reusable(jobs, out: Path, fresh: bool) -> tuple[dict, list]:
+def _reusable(jobs: list["Job"], out: Path, fresh: bool) -> tuple[dict[Key, "Result"], list["Job"]]:
     """({(student, notebook): result} an earlier run made with the same key, jobs to run)."""
     from grader.batch.job import job_key
 
-    results, todo = {}, []
+    results: dict[Key, Result] = {}
+    todo: list[Job] = []
     for job in jobs:
         previous = (
             None if fresh else _load_result(out_files.result_path(out, job.student, job.notebook))
@@ -244,11 +268,11 @@ def _reusable(jobs, out: Path, fresh: bool) -> tuple[dict, list]:
     return results, todo
 
 
-def _writer(out: Path, results: dict):
+def _writer(out: Path, results: dict[Key, "Result"]) -> pool.OnResult:
     """on_result(job, result): the only writer of OUT while the workers run."""
     from grader.results import gradebook
 
-    def on_result(job, result):
+    def on_result(job: "Job", result: "Result") -> None:
         if result.autograded is not None:
             path = out / "nbgrader" / "autograded" / job.student / job.notebook
             out_files.write_text(path / f"{job.notebook}.ipynb", result.autograded)
@@ -263,11 +287,17 @@ def _writer(out: Path, results: dict):
     return on_result
 
 
-def _grade(todo, run_jobs, settings, on_result, progress) -> bool:
+def _grade(
+    todo: list["Job"],
+    run_jobs: "RunJobs",
+    settings: "GraderSettings",
+    on_result: pool.OnResult,
+    progress: Progress,
+) -> bool:
     """Grade ``todo``, longest first; False if `kill` or Ctrl-C stopped it (finished work
     stays written)."""
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt
 
     from grader.batch.job import likely_cost
@@ -285,7 +315,7 @@ def _grade(todo, run_jobs, settings, on_result, progress) -> bool:
     return True
 
 
-def _summary(out: Path, results: dict, graded: str, sandboxed: bool) -> None:
+def _summary(out: Path, results: dict[Key, "Result"], graded: str, sandboxed: bool) -> None:
     """What the run did (``graded``: how many, how long, where), wrote and flagged."""
     ordered = [results[k] for k in sorted(results)]
     times = [r.timings["total"] for r in ordered if r.timings.get("execute")]
@@ -298,7 +328,7 @@ def _summary(out: Path, results: dict, graded: str, sandboxed: bool) -> None:
         print(f"flagged for review: {', '.join(flagged)} (reasons in report/index.html)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from grader.batch import progress as shown_progress
     from grader.batch.job import grade
     from grader.commands import totals

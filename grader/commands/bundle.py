@@ -12,6 +12,7 @@ an allow-list, and the finished zip is scanned for solution and hidden-test mark
 it is kept. The zip is byte-identical on a rerun (fixed timestamps, sorted entries).
 """
 
+import argparse
 import io
 import json
 import logging
@@ -21,7 +22,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from traitlets.config import PyFileConfigLoader
+from traitlets.config.loader import PyFileConfigLoader
 
 from grader.configfile import config_file
 from grader.course import RELEASE, REPO_ROOT, assignments
@@ -100,7 +101,7 @@ are graded.
 """
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("dist"), help="output folder")
 
 
@@ -119,7 +120,7 @@ def _student_pyproject() -> bytes:
     ).encode()
 
 
-def validate_config() -> dict[str, dict]:
+def validate_config() -> dict[str, dict[str, object]]:
     """``{section: {name: value}}`` giving Validate the course's settings, read from the
     course's nbgrader_config.py (never retyped: the bundle and the hub use these)."""
     config = PyFileConfigLoader(CONFIG_FILE, path=str(REPO_ROOT)).load_config()
@@ -219,7 +220,7 @@ def build(out: Path) -> Path:
     return target
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     target = build(args.out)
     with zipfile.ZipFile(target) as zf:
         count = len(zf.namelist())

@@ -21,23 +21,30 @@ notebook (``--absent blank``: blank cells). Students graded but not in the roste
 their rows (ID columns blank) and are listed on stderr and in ``OUT/not_in_roster.txt``.
 """
 
+import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from grader import course
 from grader.commands.totals import current, roster_only
 from grader.intake import roster as class_roster
 from grader.results import csvfile
+from grader.results.annotated import GradeRow
 from grader.results.deadlines import LATE_ROW
+from grader.results.handgrades import Key
+from grader.results.report import FeedbackExtra
 
 TAKES_SETTINGS = True  # the late policy (grader.settings), as `grader totals` applies it
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 POINTS_POSSIBLE = "    Points Possible"  # as Canvas's own gradebook export writes it
 LONG_COLUMNS = ["student", "assignment", "points", "max", "late_hours", "late_penalty"]
+Points = dict[Key, float | str]  # a notebook's points, "" while a written answer waits
+LateColumns = dict[Key, tuple[str, str]]  # (hours late, points taken off), as CSV cells
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="the OUT folder of a grading run")
     parser.add_argument("--canvas", type=Path, help="Canvas CSV (default: OUT/canvas_grades.csv)")
     parser.add_argument("--long", type=Path, help="long CSV (default: OUT/grades_long.csv)")
@@ -50,9 +57,9 @@ def add_arguments(parser):
     )
 
 
-def notebook_points(grade_rows: list[dict]) -> tuple[dict, list[str]]:
+def notebook_points(grade_rows: list[GradeRow]) -> tuple[Points, list[str]]:
     """({(student, notebook): points, or "" while a written answer waits}, [what waits])."""
-    points: dict = {}
+    points: Points = {}
     pending = []
     for row in grade_rows:
         key = (row["student"], row["notebook"])
@@ -60,17 +67,26 @@ def notebook_points(grade_rows: list[dict]) -> tuple[dict, list[str]]:
         if row["points"] == "":
             points[key] = ""
             pending.append(f"{row['student']} {row['notebook']} ({row['exercise']})")
-        elif so_far != "":
+        elif not isinstance(so_far, str):  # no written answer of it waits so far
             points[key] = so_far + float(row["points"])
     return points, pending
 
 
-def _num(value) -> str:
+def _num(value: float | str) -> str:
     return "" if value == "" else f"{value:g}"
 
 
-def write_canvas(path: Path, students, notebooks, points, maxima, roster) -> None:
-    rows = [[POINTS_POSSIBLE, "", "", "", ""] + [_num(maxima[n]) for n in notebooks]]
+def write_canvas(
+    path: Path,
+    students: list[str],
+    notebooks: list[str],
+    points: Points,
+    maxima: Mapping[str, float],
+    roster: class_roster.Roster,
+) -> None:
+    rows: list[list[str]] = [
+        [POINTS_POSSIBLE, "", "", "", ""] + [_num(maxima[n]) for n in notebooks]
+    ]
     for student in students:
         ids = {"Student": student, **roster.get(student, {})}
         rows.append(
@@ -80,7 +96,14 @@ def write_canvas(path: Path, students, notebooks, points, maxima, roster) -> Non
     csvfile.write(path, CANVAS_COLUMNS + notebooks, rows)
 
 
-def write_long(path: Path, students, notebooks, points, maxima, late) -> None:
+def write_long(
+    path: Path,
+    students: list[str],
+    notebooks: list[str],
+    points: Points,
+    maxima: Mapping[str, float],
+    late: LateColumns,
+) -> None:
     rows = (
         [student, n, _num(points[(student, n)]), _num(maxima[n]), *late.get((student, n), ("", ""))]
         for student in students
@@ -89,7 +112,7 @@ def write_long(path: Path, students, notebooks, points, maxima, late) -> None:
     csvfile.write(path, LONG_COLUMNS, rows)
 
 
-def late_columns(grade_rows: list[dict], extra: dict) -> dict:
+def late_columns(grade_rows: list[GradeRow], extra: Mapping[Key, FeedbackExtra]) -> LateColumns:
     """{(student, notebook): (hours late, points taken off)} of notebooks with a due date."""
     taken = {(r["student"], r["notebook"]): r["points"].lstrip("-")
              for r in grade_rows if r["exercise"] == LATE_ROW}  # fmt: skip
@@ -100,7 +123,9 @@ def late_columns(grade_rows: list[dict], extra: dict) -> dict:
     }
 
 
-def _report_roster(out: Path, students: list[str], roster: dict, absent: str) -> None:
+def _report_roster(
+    out: Path, students: list[str], roster: class_roster.Roster, absent: str
+) -> None:
     missing = [s for s in students if s not in roster]
     listing = out / "not_in_roster.txt"
     listing.write_text("".join(f"{s}\n" for s in missing))
@@ -113,7 +138,7 @@ def _report_roster(out: Path, students: list[str], roster: dict, absent: str) ->
         print(f"in the roster with no graded work ({given}): {', '.join(no_work)}")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     roster = class_roster.read(args.roster) if args.roster else {}
     _, grade_rows, notebooks, extra = current(args.out, args.settings)
     # for formgrader and the next totals; this export adds the roster's rows itself

@@ -17,16 +17,19 @@ Debian's headless Chromium (via Playwright, one of the instructor's tools: ``pip
 '.[grader]'``, which `make handouts` runs), with every non-local request blocked.
 """
 
+import argparse
 import base64
 import html
 import io
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from importlib.util import find_spec
 from pathlib import Path
 
 import nbformat
+from nbformat import NotebookNode
 from nbgrader.utils import is_solution
 
 from grader.course import REPO_ROOT, assignments, release_path, source_path
@@ -45,18 +48,18 @@ NEEDS_YOUR_CODE = "(This cell needs your code: its output appears when you run i
 PRINT_CSS = "pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }"
 
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder for the handouts")
     parser.add_argument("--only", nargs="+", metavar="NN_slug", help="only these notebooks")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     for path in build(args.out, args.only):
         print(f"wrote {path}")
     return 0
 
 
-def build(out: Path, only=None) -> list[Path]:
+def build(out: Path, only: Iterable[str] | None = None) -> list[Path]:
     """Write the handouts of ``only`` (default: every notebook); return the files written."""
     chosen = list(only or assignments())
     unknown = [a for a in chosen if a not in assignments()]
@@ -87,11 +90,11 @@ def build(out: Path, only=None) -> list[Path]:
     return [p for html_path in pages for p in (html_path, html_path.with_suffix(".pdf"))]
 
 
-def _execute(path: Path, allow_errors: bool):
+def _execute(path: Path, allow_errors: bool) -> NotebookNode:
     """Run a notebook top to bottom in a fresh kernel, in a scratch copy of its folder."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
+    nb: NotebookNode = nbformat.read(path, as_version=4)  # nbformat's readers: untyped
     with tempfile.TemporaryDirectory(prefix="handout-") as scratch:
         work = Path(scratch) / path.parent.name
         shutil.copytree(path.parent, work)
@@ -103,7 +106,7 @@ def _execute(path: Path, allow_errors: bool):
     return nb
 
 
-def _drop_errors(nb) -> None:
+def _drop_errors(nb: NotebookNode) -> None:
     """Replace each error output by a note, so prose about a cell's output is not left hanging."""
     for cell in nb.cells:
         if cell.cell_type == "code" and any(o.output_type == "error" for o in cell.outputs):
@@ -126,7 +129,7 @@ def _math_svg(tex: str, display: bool) -> str | None:
     return f'<img class="math" alt="{html.escape(tex)}" style="{style}" src="{src}">'
 
 
-def _render_math(nb) -> None:
+def _render_math(nb: NotebookNode) -> None:
     for cell in nb.cells:
         if cell.cell_type == "markdown" and "$" in cell.source:
             cell.source = MATH.sub(
@@ -134,7 +137,7 @@ def _render_math(nb) -> None:
             )
 
 
-def _html(nb, title: str) -> str:
+def _html(nb: NotebookNode, title: str) -> str:
     from nbconvert import HTMLExporter
 
     nb = nbformat.from_dict(nb)  # a copy: the math rewrite is for the handout only

@@ -9,20 +9,34 @@ when OUT holds no result for it. Due dates, extensions and the late policy are a
 the settings are now (``grader.results.deadlines``), so changing them needs only this command.
 """
 
+import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TypedDict
 
 from grader import course
 from grader.errors import UserError
 from grader.intake import roster as class_roster
 from grader.results import annotated, deadlines, handgrades, messages, report
 from grader.results import out as out_files
+from grader.results.annotated import GradeRow
+from grader.results.deadlines import Lateness
+from grader.results.handgrades import Key
+from grader.results.report import FeedbackExtra
 from grader.results.result import NO_RESULT, NOT_GRADED, Result, Row
 
 TAKES_SETTINGS = True  # the late policy (grader.settings), from the command line too
 
 
-def add_arguments(parser):
+class LastRun(TypedDict, total=False):
+    """OUT/work/run.json (:func:`write_run`); a class graded before it existed has none."""
+
+    students: list[str]
+    ignored: list[str]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="the OUT folder of a grading run")
 
 
@@ -40,9 +54,10 @@ def roster_only(out: Path) -> set[str]:
     return set(class_roster.imported(out)) - set(_last_run(out).get("students") or []) - graded
 
 
-def _last_run(out: Path) -> dict:
+def _last_run(out: Path) -> LastRun:
     path = out / out_files.RUN
-    return json.loads(path.read_text()) if path.is_file() else {"ignored": []}
+    run: LastRun = json.loads(path.read_text()) if path.is_file() else {"ignored": []}
+    return run
 
 
 def load_results(out: Path) -> list[Result]:
@@ -66,17 +81,19 @@ def load_results(out: Path) -> list[Result]:
     return sorted(results, key=lambda r: (r.student, r.notebook))
 
 
-def complete(results: list[Result], students: list[str] | None, absent=()) -> list[Result]:
+def complete(
+    results: list[Result], students: list[str] | None, absent: Iterable[str] = ()
+) -> list[Result]:
     """``results`` plus a "not graded yet" result for each student and class notebook OUT
     has none for (a student graded alone, a notebook graded for some), so every record
     has every notebook's maximum; ``absent`` students (the roster's, with no submission)
     get "Notebook not submitted." for every notebook."""
     have = {(r.student, r.notebook) for r in results}
     notebooks = sorted({n for _, n in have})
-    absent = set(absent) - set(students or []) - {s for s, _ in have}
+    absentees = set(absent) - set(students or []) - {s for s, _ in have}
     added = [
-        (_not_submitted if student in absent else _no_result_yet)(student, notebook)
-        for student in sorted(set(students or []) | {s for s, _ in have} | absent)
+        (_not_submitted if student in absentees else _no_result_yet)(student, notebook)
+        for student in sorted(set(students or []) | {s for s, _ in have} | absentees)
         for notebook in notebooks
         if (student, notebook) not in have
     ]
@@ -99,7 +116,9 @@ def _not_submitted(student: str, notebook: str) -> Result:
     return Result(student, notebook, NOT_GRADED, rows, flags=(), notes=(), sandboxed=True)
 
 
-def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dict]:
+def current(
+    out: Path, settings: deadlines.Policy
+) -> tuple[list[Result], list[GradeRow], list[str], dict[Key, FeedbackExtra]]:
     """(results, grades.csv rows with today's points typed in formgrader (scores, overrides,
     extra credit: grader.results.handgrades), comments and late penalties, notebooks in
     course order, {(student, notebook): feedback extras}). The students of a roster
@@ -109,14 +128,14 @@ def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dic
     graded = {r.notebook for r in results}
     notebooks = [a for a in course.assignments() if a in graded]
     times = deadlines.load_times(out)
-    lates = {}
+    lates: dict[Key, Lateness | None] = {}
     for r in results:
         key = (r.student, r.notebook)
         if report.submitted(r):
             lates[key] = deadlines.lateness(settings, *key, times)
     penalised = {k: v for k, v in lates.items() if v and v["fraction"]}
     grade_rows = report.rows(results, hand, penalised)
-    extra = {}
+    extra: dict[Key, FeedbackExtra] = {}
     for key in {(r.student, r.notebook) for r in results}:
         exercises = {e.grade_id for e in course.exercises(key[1])}
         late = lates.get(key)
@@ -129,7 +148,7 @@ def current(out: Path, settings) -> tuple[list[dict], list[dict], list[str], dic
     return results, grade_rows, notebooks, extra
 
 
-def rewrite(out: Path, settings) -> list[dict]:
+def rewrite(out: Path, settings: deadlines.Policy) -> list[GradeRow]:
     """Rewrite OUT's outputs from the kept results and the gradebook; return the grade rows."""
     results, grade_rows, notebooks, extra = current(out, settings)
     total_rows = report.totals(grade_rows, notebooks)
@@ -145,7 +164,7 @@ def rewrite(out: Path, settings) -> list[dict]:
     return grade_rows
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     rows = rewrite(args.out, args.settings)
     written = [r for r in rows if r["exercise"] in _written_ids()]
     pending = [r for r in written if r["points"] == ""]

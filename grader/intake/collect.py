@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from grader.intake.submissions import (
     OverBudget,
     directory_bytes,
 )
+from grader.settings import GraderSettings
 
 PATTERNS = {
     "canvas": r"(?:.*/)?(?P<name>[^/_]+)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>[^/]+)",
@@ -50,16 +52,16 @@ class Member:
     info: zipfile.ZipInfo
 
     @property
-    def order(self) -> tuple:
+    def order(self) -> tuple[tuple[int, int, int, int, int, int], int]:
         again = RESUBMITTED.search(self.info.filename.rpartition("/")[2])
         return (self.info.date_time, int(again.group(1)) if again else 0)
 
 
 @dataclass
 class Collected:
-    files: dict = field(default_factory=dict)  # student -> [file names written]
-    older: list = field(default_factory=list)  # members left out for a later one
-    unmatched: list = field(default_factory=list)  # (member, why)
+    files: dict[str, list[str]] = field(default_factory=dict)  # student -> [file names written]
+    older: list[str] = field(default_factory=list)  # members left out for a later one
+    unmatched: list[tuple[str, str]] = field(default_factory=list)  # (member, why)
 
 
 def _words(text: str) -> list[str]:
@@ -79,9 +81,9 @@ def name_keys(student: str, name: str) -> set[str]:
 class RosterIndex:
     """Finds the roster student a file name's id or name belongs to."""
 
-    def __init__(self, roster: dict[str, dict]):
-        self.by_id: dict[str, set] = {}
-        self.by_name: dict[str, set] = {}
+    def __init__(self, roster: Mapping[str, Mapping[str, str]]):
+        self.by_id: dict[str, set[str]] = {}
+        self.by_name: dict[str, set[str]] = {}
         for student, columns in roster.items():
             for key in (columns.get("ID"), columns.get("SIS User ID")):
                 if key:
@@ -89,7 +91,7 @@ class RosterIndex:
             for key in name_keys(student, columns.get("Student", "")):
                 self.by_name.setdefault(key, set()).add(student)
 
-    def student(self, found: dict) -> tuple[str | None, str]:
+    def student(self, found: dict[str, str | None]) -> tuple[str | None, str]:
         """(the student, "") or (None, why not)."""
         ids = self.by_id.get(found.get("id") or "", set())
         names = self.by_name.get("".join(_words(found.get("name") or "")), set())
@@ -101,7 +103,7 @@ class RosterIndex:
         return None, "no roster student has its id or name"
 
 
-def read_members(archive: Path, pattern: str, index: RosterIndex, done: Collected) -> list:
+def read_members(archive: Path, pattern: str, index: RosterIndex, done: Collected) -> list[Member]:
     """The zip's members that belong to a roster student, as Members; the rest go to
     ``done.unmatched``."""
     try:
@@ -112,22 +114,31 @@ def read_members(archive: Path, pattern: str, index: RosterIndex, done: Collecte
     members = []
     for info in infos:
         name = info.filename.replace("\\", "/")
-        found = re.fullmatch(pattern, name)
         if info.is_dir() or "__MACOSX/" in name or name.rpartition("/")[2].startswith("."):
             continue
-        why = _unsafe(info, name) or ("" if found else "its name does not follow the pattern")
-        student = None
-        if not why:
-            student, why = index.student(found.groupdict())
-        if why:
+        member, why = _member(info, name, pattern, index)
+        if member is None:
             done.unmatched.append((name, why))
             continue
-        file = RESUBMITTED.sub("", found.group("file"))
-        if "/" in file or file.startswith(".") or not file.strip():
-            done.unmatched.append((name, f"no file name to keep ({file!r})"))
-            continue
-        members.append(Member(student, file, info))
+        members.append(member)
     return members
+
+
+def _member(
+    info: zipfile.ZipInfo, name: str, pattern: str, index: RosterIndex
+) -> tuple[Member | None, str]:
+    """(the Member ``info`` is, "") or (None, why it is none)."""
+    found = re.fullmatch(pattern, name)
+    why = _unsafe(info, name) or ("" if found else "its name does not follow the pattern")
+    if why or found is None:
+        return None, why
+    student, why = index.student(found.groupdict())
+    if student is None:
+        return None, why
+    file = RESUBMITTED.sub("", found.group("file"))
+    if "/" in file or file.startswith(".") or not file.strip():
+        return None, f"no file name to keep ({file!r})"
+    return Member(student, file, info), ""
 
 
 def _unsafe(info: zipfile.ZipInfo, name: str) -> str:
@@ -142,7 +153,7 @@ def _unsafe(info: zipfile.ZipInfo, name: str) -> str:
 
 def latest(members: list[Member], done: Collected) -> list[Member]:
     """Each student's latest member of each file name; the others go to ``done.older``."""
-    chosen: dict[tuple, Member] = {}
+    chosen: dict[tuple[str, str], Member] = {}
     for m in sorted(members, key=lambda m: m.order):
         older = chosen.get((m.student, m.file))
         if older is not None:
@@ -151,7 +162,12 @@ def latest(members: list[Member], done: Collected) -> list[Member]:
     return sorted(chosen.values(), key=lambda m: (m.student, m.file))
 
 
-def collect(archive: Path, roster: dict[str, dict], submissions: Path, settings) -> Collected:
+def collect(
+    archive: Path,
+    roster: Mapping[str, Mapping[str, str]],
+    submissions: Path,
+    settings: GraderSettings,
+) -> Collected:
     """Lay out ``archive`` (an LMS bulk download) in ``submissions`` for ``roster``'s
     students; see the module's doc."""
     pattern = settings.lms_pattern or PATTERNS[settings.lms]
@@ -185,7 +201,7 @@ def collect(archive: Path, roster: dict[str, dict], submissions: Path, settings)
     return done
 
 
-def _unpack(zf: zipfile.ZipFile, m: Member, target: Path, budget) -> None:
+def _unpack(zf: zipfile.ZipFile, m: Member, target: Path, budget: Budget) -> None:
     """One member, streamed within ``budget``, with the zip's time as its modification time
     (what grader.results.deadlines reads when no timestamp.txt comes with it)."""
     budget.charge(n_files=1)

@@ -84,13 +84,21 @@ def parse(
     return data, notes
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     if isinstance(value, list):
         return "".join(str(v) for v in value)
     return value if isinstance(value, str) else ""
 
 
-def raw_cells(data: dict[str, Any]) -> list:
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def raw_cells(data: dict[str, Any]) -> list[object]:
     """The cells of any nbformat version as they are in the JSON."""
     found = data.get("cells")
     if found is None:  # nbformat 3: worksheets
@@ -110,9 +118,9 @@ def submitted_cells(data: dict[str, Any]) -> list[SubmittedCell]:
     for cell in raw_cells(data):
         if not isinstance(cell, dict):
             continue
-        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        grader_meta = meta.get("nbgrader") if isinstance(meta.get("nbgrader"), dict) else {}
-        tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+        meta = _dict(cell.get("metadata"))
+        grader_meta = _dict(meta.get("nbgrader"))
+        tags = _list(meta.get("tags"))
         source = cell.get("source", cell.get("input", ""))
         cells.append(
             {
@@ -129,10 +137,10 @@ def submitted_cells(data: dict[str, Any]) -> list[SubmittedCell]:
 UPDATE = "If a check fails that passed for you, copy your answers into the current release."
 
 
-def release_notes(data: dict, notebook: str, version: str, name: str) -> list[str]:
+def release_notes(data: dict[str, Any], notebook: str, version: str, name: str) -> list[str]:
     """Notes on the release a submission says it was made from (its metadata)."""
-    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    made = meta.get(METADATA_KEY) if isinstance(meta.get(METADATA_KEY), dict) else None
+    meta = _dict(data.get("metadata"))
+    made = given if isinstance(given := meta.get(METADATA_KEY), dict) else None
     if made is None and FORMER_NAMES.get(name.removesuffix(".ipynb")) == notebook:
         return []  # intake's note already says which notebook it is and how it was graded
     if made is None:
@@ -151,11 +159,11 @@ def release_notes(data: dict, notebook: str, version: str, name: str) -> list[st
     return notes
 
 
-def is_answer(cell) -> bool:
+def is_answer(cell: NotebookNode) -> bool:
     return bool(is_solution(cell))
 
 
-def is_test(cell) -> bool:
+def is_test(cell: NotebookNode) -> bool:
     return bool(is_grade(cell)) and not is_solution(cell)
 
 
@@ -175,9 +183,9 @@ def rebuild(
             by_id.setdefault(gid, []).append(cell)
     found: dict[str, Found] = {}
     for cell in nb.cells:
-        if not is_answer(cell):
-            continue
         gid = grade_id(cell)
+        if not is_answer(cell) or gid is None:  # the release's answer cells all have one
+            continue
         matches = by_id.get(gid, [])
         if matches:
             cell.source = matches[0]["source"]
@@ -187,7 +195,9 @@ def rebuild(
     return nb, found, structure_flags(base, cells, source_cells)
 
 
-def structure_flags(base, cells: list[dict], source_cells=None) -> list[str]:
+def structure_flags(
+    base: NotebookNode, cells: list[SubmittedCell], source_cells: dict[str, str] | None = None
+) -> list[str]:
     """What the student changed in cells they were not meant to edit. ``source_cells``: the
     instructor's sources, whose hidden test cells legitimately differ from the release."""
     flags = []

@@ -17,6 +17,7 @@ from grader.results import gradebook
 from grader.results import out as out_files
 
 IMPORTED = out_files.WORK / "roster.json"
+Roster = dict[str, dict[str, str]]  # {student folder name: {Canvas column: value}}
 COLUMNS = {  # roster column -> Canvas column
     "name": "Student",
     "id": "ID",
@@ -26,7 +27,7 @@ COLUMNS = {  # roster column -> Canvas column
 }
 
 
-def read(path: Path) -> dict[str, dict]:
+def read(path: Path) -> Roster:
     """{student folder name: {Canvas column: value}}, or a one-line error."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -41,7 +42,7 @@ def read(path: Path) -> dict[str, dict]:
             f"roster {path}: columns must be student and any of {', '.join(COLUMNS)}"
             + (f" (unknown: {', '.join(unknown)})" if unknown else " (no student column)")
         )
-    roster: dict[str, dict] = {}
+    roster: Roster = {}
     for row in rows:
         if row["student"] in roster:
             raise UserError(f"roster {path}: student {row['student']!r} is listed twice")
@@ -49,7 +50,7 @@ def read(path: Path) -> dict[str, dict]:
     return roster
 
 
-def _names(full: str) -> dict:
+def _names(full: str) -> dict[str, str | None]:
     """nbgrader's first and last name of a roster name ("Ada Lovelace", "Lovelace, Ada")."""
     if "," in full:
         last, _, first = full.partition(",")
@@ -58,7 +59,7 @@ def _names(full: str) -> dict:
     return {"first_name": first.strip() or None, "last_name": last.strip() or None}
 
 
-def import_into_gradebook(out: Path, roster: dict[str, dict]) -> None:
+def import_into_gradebook(out: Path, roster: Roster) -> None:
     """Every roster student in OUT's gradebook, with their name and Canvas id, and in
     ``OUT/work/roster.json`` (:func:`imported`: the students OUT's outputs list even with
     no submission)."""
@@ -77,6 +78,7 @@ def import_into_gradebook(out: Path, roster: dict[str, dict]) -> None:
 def imported(out: Path) -> list[str]:
     """The students of every roster imported into OUT."""
     try:
-        return json.loads((out / IMPORTED).read_text())
+        students: list[str] = json.loads((out / IMPORTED).read_text())  # written by this module
+        return students
     except (OSError, ValueError):
         return []

@@ -6,6 +6,7 @@ tricks worthless); it tells the instructor who tried what, with the line that di
 
 import ast
 import re
+from collections.abc import Callable
 from functools import cache
 
 from grader.hidden import shortcuts
@@ -84,6 +85,7 @@ SECRET_WORDS = re.compile(
     r"grader[/.]|\.\./|/proc/|/work/|\.git\b",
     re.I,
 )
+Flag = Callable[[ast.AST, str], None]  # records one flag: (the node, what it does)
 LIBRARY_ROOTS = {
     "np",
     "numpy",
@@ -110,13 +112,13 @@ def _shortcut_names(exercise: str) -> frozenset[str]:
     return frozenset(name for names in rules.values() for name in names)
 
 
-def _root(node) -> str | None:
+def _root(node: ast.AST) -> str | None:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _dotted(node) -> str:
+def _dotted(node: ast.AST) -> str:
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -133,9 +135,9 @@ def _clean(source: str) -> str:
     )
 
 
-def _import_flags(tree, grade_id: str, flag) -> set[str]:
+def _import_flags(tree: ast.AST, grade_id: str, flag: Flag) -> set[str]:
     """Flag risky imports; return the names the cell binds to modules."""
-    local_modules = set()
+    local_modules: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             base = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
@@ -158,7 +160,9 @@ def _import_flags(tree, grade_id: str, flag) -> set[str]:
     return local_modules
 
 
-def _assignment_flags(node, roots: set, flag) -> None:
+def _assignment_flags(
+    node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete, roots: set[str], flag: Flag
+) -> None:
     targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
     for target in targets:
         for sub in ast.walk(target):
@@ -174,7 +178,9 @@ def _assignment_flags(node, roots: set, flag) -> None:
                 flag(node, f"rewrites `{sub.attr}`")
 
 
-def _attribute_flags(node, grade_id: str, roots: set, course_aliases: set, flag) -> None:
+def _attribute_flags(
+    node: ast.Attribute, grade_id: str, roots: set[str], course_aliases: set[str], flag: Flag
+) -> None:
     dotted = _dotted(node)
     if node.attr in IPYTHON_HOOKS and isinstance(node.ctx, ast.Load):
         flag(node, f"uses IPython/sys hook `{dotted}`")
@@ -190,7 +196,7 @@ def _attribute_flags(node, grade_id: str, roots: set, course_aliases: set, flag)
         flag(node, f"uses `{dotted}` ({INSTRUMENTATION[dotted]})")
 
 
-def _other_flags(node, exercises: set[str], flag) -> None:
+def _other_flags(node: ast.AST, exercises: set[str], flag: Flag) -> None:
     """Risky calls, files, objects that fool comparisons, grading paths, global rebinding."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id in RISKY_CALLS:
@@ -210,12 +216,14 @@ def _other_flags(node, exercises: set[str], flag) -> None:
         flag(node, f"rebinds exercise names globally: {sorted(set(node.names) & exercises)}")
 
 
-def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) -> list[str]:
+def scan_cell(
+    grade_id: str, source: str, modules: dict[str, str], exercises: set[str]
+) -> list[str]:
     """Flags for one answer cell. ``modules``: {name: module} the notebook's imports bind."""
     flags = []
     course_aliases = {k for k, v in modules.items() if v.split(".")[0] == "attnlib"}
 
-    def flag(node, what):
+    def flag(node: ast.AST, what: str) -> None:
         line = getattr(node, "lineno", 0)
         flags.append(f"`{grade_id}` line {line}: {what}")
 
@@ -239,13 +247,13 @@ def scan_cell(grade_id: str, source: str, modules: dict, exercises: set[str]) ->
     return list(dict.fromkeys(flags))
 
 
-def module_names(source: str) -> dict:
+def module_names(source: str) -> dict[str, str]:
     """{name: module} a (trusted) cell binds to imports, e.g. {"np": "numpy", "checks": ...}."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return {}
-    names = {}
+    names: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {a.asname or a.name.split(".")[0]: a.name for a in node.names}

@@ -22,6 +22,7 @@ import shutil
 import zipfile
 import zlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
@@ -29,6 +30,7 @@ from pathlib import Path
 from grader.course import FORMER_NAMES
 from grader.errors import UserError
 from grader.results.messages import not_graded_because
+from grader.settings import GraderSettings
 
 MB = 2**20
 GRADE_ID = re.compile(rb'"grade_id"\s*:\s*"([^"\\]{1,200})"')  # as nbgrader's metadata has it
@@ -55,9 +57,9 @@ class Handed:
 @dataclass
 class Submission:
     student: str
-    notebooks: dict = field(default_factory=dict)  # assignment -> Handed
-    notes: dict = field(default_factory=dict)  # assignment -> [note]
-    extra: list = field(default_factory=list)  # files not used
+    notebooks: dict[str, Handed] = field(default_factory=dict)  # assignment -> Handed
+    notes: dict[str, list[str]] = field(default_factory=dict)  # assignment -> [note]
+    extra: list[str] = field(default_factory=list)  # files not used
     refused: str = ""  # why none of it is graded (over a budget), for every row
 
 
@@ -111,7 +113,7 @@ def directory_bytes(archive: Path) -> int:
     return min(max(claims), size)
 
 
-def batch_budget(settings) -> Budget:
+def batch_budget(settings: GraderSettings) -> Budget:
     mb, files = settings.batch_unpack_mb, settings.batch_unpack_files
     together = "the class's zip files, counted in name order up to this student's,"
     return Budget(
@@ -124,7 +126,7 @@ def batch_budget(settings) -> Budget:
     )  # fmt: skip
 
 
-def student_budget(settings, batch: Budget) -> Budget:
+def student_budget(settings: GraderSettings, batch: Budget) -> Budget:
     mb, files = settings.unpack_mb, settings.unpack_files
     return Budget(
         mb * MB,
@@ -145,8 +147,8 @@ class Unpacker:
     scratch: Path
     budget: Budget
     depth: int
-    notes: list = field(default_factory=list)  # for every notebook of the student
-    folders: count = field(default_factory=count)
+    notes: list[str] = field(default_factory=list)  # for every notebook of the student
+    folders: "count[int]" = field(default_factory=count)  # quoted: generic to type checkers only
 
     def files(self, root: Path, level: int = 0) -> list[Path]:
         """All files of ``root`` (a folder or one file), zips replaced by what they hold."""
@@ -175,7 +177,7 @@ class Unpacker:
         except UNREADABLE as err:
             self.notes.append(f"{archive.name}: not a readable zip ({type(err).__name__})")
 
-    def _note_twice(self, infos: list, zip_name: str) -> None:
+    def _note_twice(self, infos: list[zipfile.ZipInfo], zip_name: str) -> None:
         """A name a zip holds more than once: its last copy is the one unpacked."""
         names = Counter(i.filename.replace("\\", "/") for i in infos if not i.is_dir())
         self.notes += [
@@ -184,7 +186,9 @@ class Unpacker:
             if n > 1
         ]
 
-    def _member(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, zip_name: str):
+    def _member(
+        self, zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, zip_name: str
+    ) -> None:
         name = info.filename.replace("\\", "/")
         parts = [p for p in name.split("/") if p not in ("", ".")]
         is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
@@ -266,8 +270,13 @@ def _by_name(path: Path, assignments: list[str]) -> list[tuple[str, int, str]]:
     return matches
 
 
-def _candidates(files: list[Path], assignments: list[str], answer_ids: dict, extra: list,
-                max_bytes: int | None = None):  # fmt: skip
+def _candidates(
+    files: list[Path],
+    assignments: list[str],
+    answer_ids: Mapping[str, set[str]],
+    extra: list[str],
+    max_bytes: int | None = None,
+) -> dict[str, list[tuple[int, str, Path]]]:
     """{assignment: [(rank, note, path)]}; files that are no notebook go to ``extra``."""
     candidates: dict[str, list[tuple[int, str, Path]]] = {a: [] for a in assignments}
     for path in files:
@@ -287,7 +296,7 @@ def collect_student(
     student: str,
     root: Path,
     assignments: list[str],
-    answer_ids: dict,
+    answer_ids: Mapping[str, set[str]],
     unpacker: Unpacker,
     max_bytes: int | None = None,
 ) -> Submission:
@@ -368,7 +377,13 @@ def _shown(path: Path) -> str:
     return f"`{path.name}/`" if path.is_dir() else f"`{path.name}`"
 
 
-def collect(entries: dict, assignments: list[str], answer_ids: dict, work: Path, settings):
+def collect(
+    entries: Mapping[str, list[Path]],
+    assignments: list[str],
+    answer_ids: Mapping[str, set[str]],
+    work: Path,
+    settings: GraderSettings,
+) -> list[Submission]:
     """[Submission] for each student of ``entries`` (from `student_entries`), in name order,
     within the budgets of ``settings``; nothing stays unpacked in ``work/intake``."""
     scratch = work / "intake"

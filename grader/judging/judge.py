@@ -24,6 +24,8 @@ judge cannot find loaded itself): only text from visible test cells that ran bef
 first hidden test cell, in a run with one kernel (the job's ``clean`` ids), is quoted.
 """
 
+from __future__ import annotations
+
 import ast
 import builtins
 import contextlib
@@ -32,7 +34,7 @@ import importlib
 import io
 import sys
 import time
-from typing import TypedDict
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar, overload
 
 import numpy as np
 
@@ -44,6 +46,11 @@ from grader.processes import STARTUP_SECONDS, context, limit_memory
 from grader.results import messages
 from grader.run.cases import hidden_cases
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from multiprocessing.connection import Connection
+
+T = TypeVar("T")
 EXCEEDED = "grading exceeded its limits"
 
 
@@ -53,6 +60,13 @@ class Verdict(TypedDict):
     passed: bool
     message: str
     flags: list[str]
+
+
+class Judged(TypedDict):
+    """What :func:`judge_notebook` says of a notebook."""
+
+    verdicts: dict[str, Verdict]  # test id -> its verdict
+    tampered: list[str]  # how records were not the recorder's
 
 
 REAP_SECONDS = 5  # a killed judging process is gone well within this
@@ -72,7 +86,10 @@ class Tampered(Exception):
 class Record:
     """A decoded record: typed accessors that refuse anything the recorder never writes."""
 
-    def __init__(self, body, what: str):
+    data: dict[str, Any]  # as the kernel sent it: any values
+    what: str
+
+    def __init__(self, body: object, what: str) -> None:
         self.budget = wire.Budget()  # for the values, decoded as the check asks for them
         if type(body) is not bytes:
             raise Tampered(f"{what} sent no record")
@@ -84,24 +101,28 @@ class Record:
             raise Tampered(f"{what}'s record is not a record")
         self.data, self.what = data, what
 
-    def get(self, key, kind, default=None):
+    @overload
+    def get(self, key: str, kind: type[T]) -> T | None: ...
+    @overload
+    def get(self, key: str, kind: type[T], default: T) -> T: ...
+    def get(self, key: str, kind: type[T], default: T | None = None) -> T | None:
         value = self.data.get(key, default)
         if value is not default and type(value) is not kind:
             raise Tampered(f"{self.what}'s record has a malformed `{key}`")
         return value
 
-    def value(self, data):
+    def value(self, data: object) -> tuple[Any, list[str]]:
         """A recorded value (its subclass names are returned too)."""
         if type(data) is not bytes:
             raise Tampered(f"{self.what}'s record holds a value that is not encoded")
         try:
-            found: list = []
+            found: list[str] = []
             return wire.plain(wire.decode(data, budget=self.budget), found), found
         except wire.Malformed as err:
             raise Tampered(f"{self.what}'s record holds an unreadable value ({err})") from None
 
 
-def _equal(a, b) -> bool:
+def _equal(a: object, b: object) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         try:
             return (
@@ -132,7 +153,7 @@ _BUILTIN_ERRORS = {
 }
 
 
-def _error_name(info: dict) -> str:
+def _error_name(info: Mapping[str, object]) -> str:
     name = str(info.get("ename", "Exception"))[:60]
     return name if name.isidentifier() else "Exception"
 
@@ -141,7 +162,7 @@ def _error_name(info: dict) -> str:
 WITHHELD = "its text is not shown once hidden checks have run; Validate shows it"
 
 
-def error_name(ename, quote: bool, bases=()) -> str:
+def error_name(ename: object, quote: bool, bases: object = ()) -> str:
     """The name of an error the learner's code raised, as a message may show it: a name the
     learner chose (their own exception class) only from a cell run before any hidden input
     reached the kernel (``quote``); otherwise a built-in one: its own, or the first built-in
@@ -153,7 +174,7 @@ def error_name(ename, quote: bool, bases=()) -> str:
     return next((b for b in bases if type(b) is str and b in _BUILTIN_ERRORS), "Exception")
 
 
-def _raise(info, quote: bool) -> None:
+def _raise(info: object, quote: bool) -> NoReturn:
     """Raise what the learner's function raised in the kernel; its text only when ``quote``
     (the call was made before any hidden input reached the kernel)."""
     info = info if isinstance(info, dict) else {}
@@ -164,7 +185,9 @@ def _raise(info, quote: bool) -> None:
     raise type(ename, (Exception,), {})(evalue)
 
 
-def _write_back(after: dict, args, kwargs) -> None:
+def _write_back(
+    after: dict[str, Any], args: Sequence[object], kwargs: Mapping[str, object]
+) -> None:
     """Change the caller's arrays as the learner's function changed them in the kernel."""
     for key, now in after.items():
         target = args[int(key)] if key.isdigit() and int(key) < len(args) else kwargs.get(key)
@@ -180,7 +203,7 @@ def _write_back(after: dict, args, kwargs) -> None:
 class Replay:
     """Plays back the learner's function: same arguments, same answer as in the kernel."""
 
-    def __init__(self, name: str, calls: list, record: Record, quote: bool):
+    def __init__(self, name: str, calls: list[Any], record: Record, quote: bool) -> None:
         self.__name__ = name
         self.record, self.quote = record, quote
         self.calls = [c for c in calls if type(c) is dict and c.get("fn") == name]
@@ -189,7 +212,7 @@ class Replay:
         if type(names) is list and (sig := signature(names)) is not None:
             self.__signature__ = sig
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: object, **kwargs: object) -> Any:  # what the kernel recorded
         for i, entry in enumerate(self.calls):
             if i in self.used:
                 continue
@@ -201,7 +224,13 @@ class Replay:
         raise NotChecked(self.__name__)
 
 
-def _outcome(entry: dict, record: Record, args, kwargs, quote: bool = False):
+def _outcome(
+    entry: dict[str, Any],
+    record: Record,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    quote: bool = False,
+) -> Any:
     """Return or raise what the learner's function did in the kernel, after changing the
     arguments in place as it did (the recorder sends their state after every call; the
     trusted ``call()`` compares it with its own copies)."""
@@ -217,7 +246,7 @@ def _outcome(entry: dict, record: Record, args, kwargs, quote: bool = False):
     return record.value(entry["result"])[0]
 
 
-def _too_large(value) -> str | None:
+def _too_large(value: object) -> str | None:
     if isinstance(value, wire.Opaque) and value.type_name.startswith(("too large", "could not")):
         return value.type_name
     if isinstance(value, (list, tuple)):
@@ -225,7 +254,7 @@ def _too_large(value) -> str | None:
     return None
 
 
-def _check_after(entries: list, record: Record) -> None:
+def _check_after(entries: list[Any], record: Record) -> None:
     """The recorder sends the arguments' state after every call it records (whether the call
     changed them is decided here): an entry without it was not written by the recorder."""
     if any(
@@ -252,7 +281,7 @@ def _real_name(hit: str) -> str | None:
     return hit if found is not None and callable(found) else None
 
 
-def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
+def _shortcut(name: str, hits: object) -> tuple[str, list[str]] | None:
     """(message, flags) when the kernel saw ``name`` call a shortcut, else None."""
     if not hits or type(hits) is not list:
         return None
@@ -273,7 +302,9 @@ def _shortcut(name: str, hits) -> tuple[str, list[str]] | None:
 # --------------------------------------------------------------------------- test cells
 
 
-def judge_visible(source: str, trusted_ns: dict, record: Record, quote: bool = False):
+def judge_visible(
+    source: str, trusted_ns: dict[str, Any], record: Record, quote: bool = False
+) -> tuple[bool, str, list[str]]:
     """(passed, message, flags) for a visible test cell; the learner's own error texts are
     quoted only when ``quote`` (the cell ran before any hidden input reached the kernel)."""
     ns = dict(trusted_ns)
@@ -347,11 +378,13 @@ def _failed_in_kernel(record: Record) -> str | None:
     return FAILED_IN_KERNEL if error.get("ename") == "CheckFailed" else None
 
 
-def _copy(args):
+def _copy(args: Iterable[object]) -> tuple[object, ...]:
     return tuple(np.copy(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
-def judge_hidden(name: str, cases: list, entry: dict, record: Record):
+def judge_hidden(
+    name: str, cases: list[tuple[object, ...]], entry: dict[str, Any], record: Record
+) -> tuple[bool, str, list[str]]:
     """(passed, message, flags) for one exercise of a hidden test cell. Only the names of
     built-in errors a hidden input caused reach the learner, never their text nor the
     inputs' shapes: they could carry the hidden inputs out."""
@@ -359,11 +392,12 @@ def judge_hidden(name: str, cases: list, entry: dict, record: Record):
 
     if found := _shortcut(name, entry.get("shortcuts")):
         return False, found[0], found[1]
-    results = entry.get("results") if type(entry.get("results")) is list else []
+    recorded = entry.get("results")
+    results: list[Any] = recorded if type(recorded) is list else []
     _check_after(results, record)
     names = entry.get("params")
     sig = signature(names) if type(names) is list else None
-    flags = []
+    flags: list[str] = []
     for i, args in enumerate(cases):
         if i >= len(results) or type(results[i]) is not dict:
             return False, f"Hidden check: `{name}` did not run on every hidden input.", flags
@@ -373,14 +407,14 @@ def judge_hidden(name: str, cases: list, entry: dict, record: Record):
             ename = error_name(raised.get("ename"), quote=False, bases=raised.get("bases"))
             return False, f"Hidden check: `{name}` raised {ename} on a hidden input.", flags
 
-        def replay(*a, _result=result, **k):
+        def replay(*a: object, _result: dict[str, Any] = result, **k: object) -> Any:
             return _outcome(_result, record, a, k)
 
         replay.__name__ = name
         if sig is not None:
-            replay.__signature__ = sig
+            replay.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect
         try:
-            got = call(replay, *_copy(args), name=name)
+            got = call(replay, *_copy(args), name=name)  # type: ignore[no-untyped-call]  # attnlib
             if "result" in result:
                 flags += [
                     f"`{name}` returned an ndarray subclass ({s})"
@@ -411,19 +445,20 @@ def judge_hidden(name: str, cases: list, entry: dict, record: Record):
 def verify_calls(source: str) -> list[tuple[str, str]]:
     """[(exercise name, learner's function name)] for each ``verify("name", fn)`` in a
     hidden test cell's source."""
-    found = []
+    found: list[tuple[str, str]] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify":
             first, second = (node.args + [None, None])[:2]
             if isinstance(first, ast.Constant) and isinstance(second, ast.Name):
-                found.append((first.value, second.id))
+                # The instructor's source names the exercise with a string, kept as written.
+                found.append((first.value, second.id))  # type: ignore[arg-type]
     return found
 
 
 # --------------------------------------------------------------------------- a notebook
 
 
-def judge_notebook(request: dict) -> dict:
+def judge_notebook(request: dict[str, Any]) -> Judged:
     """{test id: {"passed", "message", "flags"}} and {"tampered": [...]} for one notebook.
 
     ``request``: {"imports": trusted imports source, "tests": [{"id", "exercise", "hidden",
@@ -432,8 +467,10 @@ def judge_notebook(request: dict) -> dict:
     whose learner's error texts may be quoted], "cells": [[grade id or "", source], ...] of
     the notebook's code cells as they run (:func:`point_to_earlier`)}.
     """
-    trusted_ns: dict = {}
+    trusted_ns: dict[str, Any] = {}
     exec(compile(request["imports"], "<imports>", "exec"), trusted_ns)  # trusted course code
+    verdicts: dict[str, Verdict]
+    tampered: list[str]
     verdicts, tampered = {}, []
     clean = set(request.get("clean", ()))
     for test in request["tests"]:
@@ -469,7 +506,9 @@ def judge_notebook(request: dict) -> dict:
     return {"verdicts": verdicts, "tampered": tampered}
 
 
-def _judge_hidden_cell(test: dict, record, seeds: dict, what: str) -> tuple[bool, str, list]:
+def _judge_hidden_cell(
+    test: dict[str, Any], record: Record, seeds: dict[str, int], what: str
+) -> tuple[bool, str, list[str]]:
     """(passed, message, flags) of a hidden test cell: each exercise it verifies, in order,
     until one fails."""
     passed, message = True, ""
@@ -488,7 +527,7 @@ def _judge_hidden_cell(test: dict, record, seeds: dict, what: str) -> tuple[bool
     return passed, message, flags
 
 
-def point_to_earlier(request: dict, verdicts: dict) -> None:
+def point_to_earlier(request: dict[str, Any], verdicts: dict[str, Verdict]) -> None:
     """A failed check that relies on an earlier exercise which failed its own check in this
     run (its answer calls that function, or uses what a cell computed with it, as
     ``attnlib.checks._cells.needed`` reads the code, the same reading as Validate's) says
@@ -514,7 +553,8 @@ def point_to_earlier(request: dict, verdicts: dict) -> None:
 # --------------------------------------------------------------------------- bounded
 
 
-def _child(conn, request: dict, memory_mb: int) -> None:
+def _child(conn: Connection, request: dict[str, Any], memory_mb: int) -> None:
+    result: Judged | dict[str, str]
     lifeline.die_with_parent()
     conn.send("started")  # the time limit counts from here, not from the server's start
     try:
@@ -547,7 +587,7 @@ def _ready() -> None:
     """What :func:`warm` forks: nothing to do once the server is up."""
 
 
-def judge_bounded(request: dict, seconds: float, memory_mb: int) -> dict:
+def judge_bounded(request: dict[str, Any], seconds: float, memory_mb: int) -> dict[str, Any]:
     """:func:`judge_notebook` in a fresh process limited to ``seconds`` of wall time and
     ``memory_mb`` more memory; ``{"exceeded": "time"|"memory"}`` when it goes over."""
     ctx = context()
@@ -555,6 +595,7 @@ def judge_bounded(request: dict, seconds: float, memory_mb: int) -> dict:
     process = ctx.Process(target=_child, args=(theirs, request, memory_mb), daemon=True)
     process.start()
     theirs.close()
+    result: dict[str, Any] | None
     result, late = None, False
     try:
         if mine.poll(STARTUP_SECONDS) and mine.recv() == "started":

@@ -28,7 +28,7 @@ def _limit(which: str, value: int | None) -> None:
         resource.setrlimit(getattr(resource, which), (value, value))
 
 
-def main(argv=None) -> None:
+def main(argv: list[str] | None = None) -> None:
     cfg = json.loads(os.environ.pop("ATTN_KERNEL"))
     _die_with_parent()
     _limit("RLIMIT_AS", cfg.get("memory_bytes"))

@@ -9,24 +9,27 @@ counted, so the recorders stay within what the grader accepts from one kernel in
 (``wire.LIMITS.stream_bytes``): an honest kernel never trips that limit.
 """
 
+from __future__ import annotations
+
 import socket
 import threading
+from typing import Any
 
 from grader import wire
 
 
 class Channel:
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(path)
         self.fd = self.sock.fileno()
         self.lock = threading.Lock()
-        self.owner = None  # the thread writing a frame right now
+        self.owner: int | None = None  # the thread writing a frame right now
         self.pending: list[bytes] = []  # frames sent while that thread was writing one
         self.broken = False
         self.sent = 0  # bytes of every frame so far, pending ones included
 
-    def _exchange(self, data: bytes, reply: bool):
+    def _exchange(self, data: bytes, reply: bool) -> bytes | None:
         me = threading.get_ident()
         self.sent += len(data)
         if self.owner == me:  # e.g. an audit event raised while this thread writes a frame
@@ -43,7 +46,7 @@ class Channel:
                 self.owner = None
         return answer
 
-    def send(self, value) -> None:
+    def send(self, value: object) -> None:
         """Send one value; never raises (a broken stream is the grader's to notice)."""
         if not self.broken:
             try:
@@ -51,7 +54,7 @@ class Channel:
             except (OSError, ValueError):
                 self.broken = True
 
-    def ask(self, value):
+    def ask(self, value: object) -> Any:
         """Send a request and return the grader's decoded reply (None if the stream broke)."""
         if self.broken:
             return None
@@ -80,10 +83,10 @@ def connect(path: str) -> Channel:
     return CHANNEL
 
 
-def send(value) -> None:
+def send(value: object) -> None:
     if CHANNEL is not None:
         CHANNEL.send(value)
 
 
-def ask(value):
+def ask(value: object) -> Any:  # the grader's reply, decoded
     return CHANNEL.ask(value) if CHANNEL is not None else None

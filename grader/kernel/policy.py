@@ -20,17 +20,25 @@ which an answer could reach the recorders' arguments and findings, and replacing
 defaults of a grader function.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import sys
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from grader.kernel import channel, seal
 
-_STREAM = None  # the kernel's stream, taken when the hook is installed
-_READ: tuple = ()
-_WRITE: tuple = ()
-_LIBRARIES: tuple = ()  # roots of installed, trusted code (checked without resolving links)
-_SEEN: set = set()
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from _typeshed import ProfileFunction, StrOrBytesPath
+
+_STREAM: channel.Channel | None = None  # the kernel's stream, taken when the hook is installed
+_READ: tuple[str, ...] = ()
+_WRITE: tuple[str, ...] = ()
+_LIBRARIES: tuple[str, ...] = ()  # roots of installed, trusted code (checked, links unresolved)
+_SEEN: set[str] = set()
 _NOTE_QUIETLY = [False]  # True while the recorders themselves call sys.setprofile
 _SET_PROFILE = sys.setprofile
 
@@ -111,11 +119,11 @@ def log(kind: str, detail: str) -> None:
         _STREAM.send({"k": "log", "kind": kind, "detail": detail[:300]})
 
 
-def _under(path: str, roots: tuple) -> bool:
+def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _deny(kind: str, detail: str):
+def _deny(kind: str, detail: str) -> NoReturn:
     log(kind, detail)
     raise PermissionError(f"Not allowed while grading: {detail}")
 
@@ -125,7 +133,7 @@ def _own_proc(path: str) -> bool:
     return path.startswith(f"/proc/{os.getpid()}/") or path == f"/proc/{os.getpid()}"
 
 
-def _check_path(path, write: bool, event: str) -> None:
+def _check_path(path: StrOrBytesPath | int | None, write: bool, event: str) -> None:
     if isinstance(path, int) or path is None:
         return
     try:
@@ -142,10 +150,11 @@ def _check_path(path, write: bool, event: str) -> None:
         _deny("read-secret", f"{event} {real}")
 
 
-def from_notebook(relays=_RELAYS) -> bool:
+def from_notebook(relays: re.Pattern[str] = _RELAYS) -> bool:
     """True when the innermost code behind this event (relays skipped) is notebook code,
     not an installed library. Code in the same process can fake this (that is why the
     sandbox is the wall); it stops the plain attempts."""
+    frame: FrameType | None
     _LOOKING[0] = True  # sys._getframe is itself an event
     try:
         frame = sys._getframe(2)
@@ -159,7 +168,7 @@ def from_notebook(relays=_RELAYS) -> bool:
     return False
 
 
-def _introspection(event: str, args) -> str | None:
+def _introspection(event: str, args: tuple[Any, ...]) -> str | None:
     """What the event asks for when it hands out a running frame or any object in memory,
     or replaces a grader function's code or defaults; else None."""
     if event in OBJECT_FINDERS or event == "sys._getframe":
@@ -172,7 +181,7 @@ def _introspection(event: str, args) -> str | None:
     return f"{args[1]} of {module}" if isinstance(module, str) and module[:7] == "grader." else None
 
 
-def audit(event: str, args) -> None:
+def audit(event: str, args: tuple[Any, ...]) -> None:  # any event's arguments
     if event == "open":
         path, mode, flags = (tuple(args) + (None, None))[:3]
         write = bool((flags or 0) & _WRITE_FLAGS) or any(c in str(mode or "") for c in "wax+")
@@ -203,7 +212,7 @@ def audit(event: str, args) -> None:
         log("noted", event)
 
 
-def install(read: list, write: list, libraries: list) -> None:
+def install(read: list[str], write: list[str], libraries: list[str]) -> None:
     """Start refusing (the hook stays for the life of the process)."""
     global _READ, _WRITE, _LIBRARIES, _STREAM
     _STREAM = sys.modules[channel.__name__].CHANNEL  # connected by now (a sealed copy is not)
@@ -213,7 +222,7 @@ def install(read: list, write: list, libraries: list) -> None:
     sys.addaudithook(audit)
 
 
-def set_profile_quietly(profile) -> None:
+def set_profile_quietly(profile: ProfileFunction | None) -> None:
     """``sys.setprofile(profile)`` for the recorders: not reported as the learner's."""
     _NOTE_QUIETLY[0] = True
     try:

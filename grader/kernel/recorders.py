@@ -19,6 +19,8 @@ replacing one of its functions, or one it calls, changes nothing the recorders d
 hold the kernel's stream itself rather than reading ``channel.CHANNEL`` each time.
 """
 
+from __future__ import annotations
+
 import ast
 import builtins
 import inspect
@@ -26,11 +28,64 @@ import sys
 import types
 from dataclasses import replace
 from inspect import CO_OPTIMIZED, Parameter
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from grader import wire
 from grader.kernel import channel, policy, seal, tamper, torchwatch
+
+if TYPE_CHECKING:  # the records' shapes, for the checker only (nothing here runs in a kernel)
+    from collections.abc import Callable, Iterable
+    from typing import NotRequired, TypedDict
+
+    Rules = dict[str, list[str]]  # {module prefix: shortcut names} of one exercise
+    Params = list[list[str | int]]  # [[name, kind], ...] of a function's parameters
+
+    class Raised(TypedDict):
+        ename: str
+        evalue: str
+        bases: list[str]
+
+    # One call a visible test cell made: every value already encoded (``_value``).
+    Call = TypedDict(
+        "Call",
+        {
+            "fn": str,
+            "params": Params | None,
+            "args": bytes,
+            "kwargs": NotRequired[bytes],
+            "after": NotRequired[bytes],
+            "result": NotRequired[bytes],
+            "raise": NotRequired[Raised],
+            "shortcuts": NotRequired[list[str]],
+        },
+    )
+    # One hidden input's outcome.
+    Outcome = TypedDict("Outcome", {"after": bytes, "result": bytes, "raise": Raised}, total=False)
+
+    class Exercise(TypedDict):
+        exercise: str
+        missing: bool
+        results: list[Outcome]
+        params: NotRequired[Params | None]
+        shortcuts: NotRequired[list[str]]
+
+    class VisibleRecord(TypedDict):
+        cell: str
+        calls: list[Call]
+        values: dict[str, bytes | str]  # encoded, or "callable" (replayed by the judge)
+        modules: dict[str, str]
+        missing: list[str]
+        anomalies: NotRequired[list[str]]
+        kernel_error: NotRequired[Raised]
+
+    class HiddenRecord(TypedDict):
+        cell: str
+        exercises: list[Exercise]
+        anomalies: NotRequired[list[str]]
+        kernel_error: NotRequired[Raised]
+
 
 TAMPERED = "sys.setprofile"  # recorded when the graded function switched the profiler off
 _SET_PROFILE = sys.setprofile
@@ -56,7 +111,7 @@ def _room() -> int:
     return max(wire.LIMITS.stream_bytes - sent - channel.RESERVE, 0)
 
 
-def _frame_limits():
+def _frame_limits() -> tuple[wire.Limits, wire.Budget]:
     """(limits of a whole record, budget its values are charged to, one after another)."""
     limits = wire.LIMITS
     frame = replace(limits, frame_bytes=min(limits.frame_bytes, _room()))
@@ -65,7 +120,7 @@ def _frame_limits():
     return frame, budget
 
 
-def _body(frame, record: dict) -> bytes:
+def _body(frame: wire.Limits, record: VisibleRecord | HiddenRecord) -> bytes:
     """The whole record, whose values are already encoded (and were charged one by one):
     only its own structure is new, within the margin kept for it."""
     try:
@@ -74,7 +129,7 @@ def _body(frame, record: dict) -> bytes:
         return wire.encode({"cell": str(record.get("cell")), "too_large": str(err)[:200]})
 
 
-def _value(budget, value) -> bytes:
+def _value(budget: wire.Budget, value: object) -> bytes:
     try:
         return wire.encode(value, budget=budget)
     except wire.TooLarge as err:
@@ -83,16 +138,16 @@ def _value(budget, value) -> bytes:
         return wire.opaque(f"could not be recorded ({type(err).__name__})")
 
 
-def _send(kind: str, nonce: str, **fields) -> None:
+def _send(kind: str, nonce: str, **fields: object) -> None:
     if _STREAM is not None:
         _STREAM.send({"k": kind, "n": nonce, **fields})
 
 
-def _ask(value):
+def _ask(value: object) -> Any:  # the grader's reply, decoded
     return _STREAM.ask(value) if _STREAM is not None else None
 
 
-def _raised(err: BaseException) -> dict:
+def _raised(err: BaseException) -> Raised:
     try:
         text = str(err)[:500]
     except Exception:  # noqa: BLE001 (a hostile __str__)
@@ -104,17 +159,19 @@ def _raised(err: BaseException) -> dict:
     return {"ename": type(err).__name__[:100], "evalue": text, "bases": bases}
 
 
-def params(fn) -> list | None:
+def params(fn: Any) -> Params | None:  # any object of the learner's
     """[[name, kind], ...] of ``fn``'s parameters (kind as inspect's enum value), as the
     trusted ``call()`` will name them in a message; None when they cannot be told."""
     try:
-        found = [[p.name, KINDS.index(p.kind)] for p in inspect.signature(fn).parameters.values()]
+        found: Params = [
+            [p.name, KINDS.index(p.kind)] for p in inspect.signature(fn).parameters.values()
+        ]
     except Exception:  # noqa: BLE001 (no signature, or a hostile one)
         return None
     return found if len(found) <= MAX_PARAMS else None
 
 
-def signature(names) -> inspect.Signature | None:
+def signature(names: Params) -> inspect.Signature | None:
     """The signature ``params`` described (no defaults), or None if it is not one."""
     try:
         return inspect.Signature([Parameter(str(name), KINDS[int(kind)]) for name, kind in names])
@@ -122,14 +179,20 @@ def signature(names) -> inspect.Signature | None:
         return None
 
 
-def _after(args, kwargs) -> dict:
+def _after(args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, np.ndarray]:
     """{position or keyword: a copy} of every top-level array argument as the call left it,
     taken at once (later code, e.g. a hook of what it returned, may put it back)."""
     found = {str(i): _COPY(a) for i, a in enumerate(args) if isinstance(a, _NDARRAY)}
     return found | {k: _COPY(a) for k, a in kwargs.items() if isinstance(a, _NDARRAY)}
 
 
-def call_watched(rules: dict, fn, args, kwargs, seen: dict):
+def call_watched(
+    rules: Rules | None,
+    fn: Callable[..., Any],
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    seen: dict[str, None],
+) -> Any:  # what the learner's function returned
     """``fn(*args, **kwargs)``, noting in ``seen`` every call it makes, at any depth, to the
     shortcuts in ``rules`` ({module prefix: names}, from the grader for this cell), and
     ``TAMPERED`` if it changed the profiler, a trace function or torch's modes meanwhile.
@@ -147,7 +210,7 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
     torch_names = torchwatch.names_for(rules)
     mode = [torchwatch.push(torch_names, seen)]
 
-    def profile(frame, event, arg):
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
         if event == "call":
             module = frame.f_globals.get("__name__")
             if type(module) is not str or not f"{module}.".startswith(prefixes):
@@ -185,7 +248,7 @@ def call_watched(rules: dict, fn, args, kwargs, seen: dict):
             seen[TAMPERED] = None
 
 
-def _torch_imported(frame) -> bool:
+def _torch_imported(frame: types.FrameType) -> bool:
     """True at the end of torch's own ``__init__`` (a module body)."""
     return frame.f_globals.get("__name__") == torchwatch.TORCH and torchwatch.loaded()
 
@@ -194,24 +257,31 @@ def _names(source: str) -> list[str]:
     return sorted({n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)})
 
 
-def _rules(reply) -> dict:
+def _rules(reply: object) -> dict[str, Rules]:
     rules = reply.get("shortcuts") if isinstance(reply, dict) else None
     return rules if isinstance(rules, dict) else {}
 
 
-def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
+def visible(nonce: str, cell_id: str, source: str, ns: dict[str, object]) -> None:
     """Run a visible test cell's (trusted) source, recording every call to the learner's
     functions."""
     rules = _rules(_ask({"k": "begin", "n": nonce}))
     frame, budget = _frame_limits()
-    record = {"cell": cell_id, "calls": [], "values": {}, "modules": {}, "missing": []}
+    record: VisibleRecord = {
+        "cell": cell_id,
+        "calls": [],
+        "values": {},
+        "modules": {},
+        "missing": [],
+    }
     scope = dict(ns)
 
-    def wrap(name, fn):
+    def wrap(name: str, fn: Callable[..., object]) -> Callable[..., object]:
         names = params(fn)
 
-        def recorded(*args, **kwargs):
-            entry = {"fn": name, "params": names, "args": _value(budget, list(args))}
+        def recorded(*args: object, **kwargs: object) -> object:
+            seen: dict[str, None]
+            entry: Call = {"fn": name, "params": names, "args": _value(budget, list(args))}
             entry["kwargs"] = _value(budget, dict(kwargs))
             record["calls"].append(entry)
             passed, seen = tuple(kwargs.items()), {}  # immutable, like args
@@ -229,7 +299,8 @@ def visible(nonce: str, cell_id: str, source: str, ns: dict) -> None:
 
         recorded.__name__ = getattr(fn, "__name__", name)
         if names is not None and (sig := signature(names)) is not None:
-            recorded.__signature__ = sig  # so call() names the parameters as the judge will
+            # so call() names the parameters as the judge will (inspect reads the attribute)
+            recorded.__signature__ = sig  # type: ignore[attr-defined]
         return recorded
 
     try:
@@ -259,12 +330,12 @@ class OracleError(Exception):
     """The grader refused or failed a call to a function argument of a hidden case."""
 
 
-def _oracles(nonce: str, value):
+def _oracles(nonce: str, value: Any) -> Any:  # the grader's hidden cases, decoded
     """``value`` with every ``wire.Oracle`` replaced by a function that asks the grader."""
     if isinstance(value, wire.Oracle):
         oid, label = value.id, value.label
 
-        def ask(*args):
+        def ask(*args: object) -> Any:
             reply = _ask({"k": "oracle", "n": nonce, "id": oid, "args": list(args)})
             if not isinstance(reply, dict) or "result" not in reply:
                 raise OracleError(str((reply or {}).get("raise", "no answer from the grader")))
@@ -279,15 +350,23 @@ def _oracles(nonce: str, value):
     return value
 
 
-def _hidden_one(budget, rules: dict, name: str, fn_name: str, cases, ns) -> dict:
-    out = {"exercise": name, "missing": fn_name not in ns, "results": []}
+def _hidden_one(
+    budget: wire.Budget,
+    rules: dict[str, Rules],
+    name: str,
+    fn_name: str,
+    cases: Iterable[Iterable[object]],
+    ns: dict[str, object],
+) -> Exercise:
+    out: Exercise = {"exercise": name, "missing": fn_name not in ns, "results": []}
     if out["missing"]:
         return out
+    seen: dict[str, None]
     fn, seen = ns[fn_name], {}
     out["params"] = params(fn)
     for args in cases:
         args = tuple(args)  # immutable: code that reaches this frame cannot swap an argument
-        entry = {}
+        entry: Outcome = {}
         try:
             if not callable(fn):
                 raise TypeError(f"`{fn_name}` is a {type(fn).__name__}, not a function")
@@ -306,13 +385,15 @@ def _hidden_one(budget, rules: dict, name: str, fn_name: str, cases, ns) -> dict
     return out
 
 
-def hidden(nonce: str, cell_id: str, verifies: list, ns: dict) -> None:
+def hidden(
+    nonce: str, cell_id: str, verifies: list[tuple[str, str]], ns: dict[str, object]
+) -> None:
     """Call the learner's functions on the hidden inputs the grader sends for this cell
     (``verifies``: [(exercise, learner's function name)]) and record the results."""
     reply = _ask({"k": "begin", "n": nonce})
     rules = _rules(reply)
     frame, budget = _frame_limits()
-    record = {"cell": cell_id, "exercises": []}
+    record: HiddenRecord = {"cell": cell_id, "exercises": []}
     try:
         all_cases = _oracles(nonce, reply.get("cases")) if isinstance(reply, dict) else None
         for name, fn_name in verifies:

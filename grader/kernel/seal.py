@@ -18,15 +18,18 @@ internals of other packages (numpy's own module globals), and replacing the entr
 cell calls, or the module in ``sys.modules``.
 """
 
+from __future__ import annotations
+
 import builtins
 import types
+from typing import Any
 
 
 def _snapshot(module: types.ModuleType) -> types.SimpleNamespace:
     return types.SimpleNamespace(**vars(module))
 
 
-def _private_value(value):
+def _private_value(value: Any) -> Any:  # any module global
     if isinstance(value, types.ModuleType) and value.__name__.startswith("grader."):
         return _snapshot(value)
     if type(value) in (dict, list, set):
@@ -34,13 +37,13 @@ def _private_value(value):
     return value
 
 
-def seal(namespace: dict) -> dict:
+def seal(namespace: dict[str, Any]) -> dict[str, Any]:
     """Rebuild the functions defined in the module whose globals are ``namespace`` over a
     private copy of it; put them in ``namespace`` too, and return the copy."""
     private = {name: _private_value(value) for name, value in namespace.items()}
     private["__builtins__"] = dict(vars(builtins))
     own_file = namespace.get("__file__")
-    rebuilt = {}
+    rebuilt: dict[str, types.FunctionType] = {}
     for name, value in namespace.items():
         if isinstance(value, types.FunctionType) and value.__code__.co_filename == own_file:
             sealed = types.FunctionType(

@@ -6,12 +6,20 @@ function changes no grade; these reports tell the instructor who tried. Sealed w
 module's attributes.
 """
 
+from __future__ import annotations
+
 import builtins
 import sys
+from typing import TYPE_CHECKING, Any
 
 from grader.kernel import seal
 
-_SNAPSHOT: dict = {}
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+# {"watched": {name: function}, "shell": {what: its state}}, filled by snapshot()
+_SNAPSHOT: dict[str, dict[str, object]] = {}
 _NUMPY_NAMES = (
     "allclose",
     "isclose",
@@ -34,7 +42,7 @@ _NUMPY_NAMES = (
 _BUILTIN_NAMES = ("isinstance", "abs", "print", "len", "callable", "type", "hasattr", "getattr")
 
 
-def _owners():
+def _owners() -> dict[str, tuple[ModuleType, str]]:
     """{name: (object, attribute)} for the functions checks rely on."""
     import numpy as np
 
@@ -49,11 +57,11 @@ def _owners():
     return owners
 
 
-def _watched():
+def _watched() -> dict[str, object]:
     return {name: getattr(obj, attr, None) for name, (obj, attr) in _owners().items()}
 
 
-def _user_defined(obj) -> bool:
+def _user_defined(obj: object) -> bool:
     """True for hooks written in a notebook cell rather than shipped by a library."""
     code = getattr(obj, "__code__", None) or getattr(
         vars(type(obj)).get("__call__"), "__code__", None
@@ -62,7 +70,8 @@ def _user_defined(obj) -> bool:
     return not filename.startswith((sys.prefix, sys.base_prefix))
 
 
-def _shell_state(shell):
+def _shell_state(shell: Any) -> dict[str, object]:
+    # ``shell``: IPython's, as notebook code left it (any attribute may have been replaced)
     hooks = list(shell.input_transformers_cleanup) + list(shell.input_transformers_post)
     hooks += list(shell.ast_transformers)
     hooks += [cb for cbs in shell.events.callbacks.values() for cb in cbs]
@@ -78,7 +87,7 @@ def _shell_state(shell):
     }
 
 
-def snapshot(shell) -> None:
+def snapshot(shell: Any) -> None:  # the kernel's IPython shell
     """Remember how things are before any student code runs."""
     _SNAPSHOT["watched"] = _watched()
     _SNAPSHOT["shell"] = _shell_state(shell)
@@ -102,7 +111,7 @@ def anomalies() -> list[str]:
     return sorted(set(found))[:50]
 
 
-def pristine(fn, *args):
+def pristine(fn: Callable[..., object], *args: object) -> object:
     """``fn(*args)`` with the functions checks rely on put back as they were, then the
     learner's again: a learner's monkeypatch then cannot steer a visible check down another
     path."""

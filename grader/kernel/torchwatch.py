@@ -21,15 +21,23 @@ Torch's function-mode stack is reached through ``torch._C`` (torch has no public
 it); ``tests/test_recorders.py`` guards every route listed above.
 """
 
+from __future__ import annotations
+
 import sys
 import types
+from typing import TYPE_CHECKING, Any
 
 from grader.kernel import seal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+
+    from torch.overrides import TorchFunctionMode
 
 TORCH = "torch"
 
 
-def qualified(func) -> str:
+def qualified(func: Any) -> str:  # any callable, a hostile one too
     """A dotted name for a callable that torch or the profiler reports, e.g. ``torch.softmax``,
     ``torch._C.TensorBase.softmax``, ``torch.ops.aten._softmax`` (its last part is what a rule
     names); "?" for an object that will not say."""
@@ -52,7 +60,7 @@ def qualified(func) -> str:
         return "?"
 
 
-def names_for(rules: dict) -> frozenset:
+def names_for(rules: dict[str, list[str]]) -> frozenset[str]:
     """The names ``rules`` ({module prefix: names}) bans under torch."""
     found = [names for prefix, names in rules.items() if prefix.split(".")[0] == TORCH]
     return frozenset().union(*found)
@@ -63,7 +71,7 @@ def loaded() -> bool:
     return "torch.overrides" in sys.modules and "torch._C" in sys.modules
 
 
-def push(names: frozenset, seen: dict):
+def push(names: frozenset[str], seen: dict[str, None]) -> TorchFunctionMode | None:
     """Push a function mode that notes in ``seen`` every call of torch named in ``names``;
     return it (to :func:`pop`), or None where torch is not loaded."""
     if not names or not loaded():
@@ -71,18 +79,24 @@ def push(names: frozenset, seen: dict):
     from torch.overrides import TorchFunctionMode
 
     class Functions(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
+        def __torch_function__(
+            self,
+            func: Callable[..., Any],
+            types: Collection[type],
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
             name = qualified(func)
             if name.rsplit(".", 1)[-1] in names:
                 seen[name] = None
             return func(*args, **(kwargs or {}))
 
     mode = Functions()
-    mode.__enter__()
+    mode.__enter__()  # type: ignore[no-untyped-call]  # torch leaves __enter__ unannotated
     return mode
 
 
-def pop(mode) -> bool:
+def pop(mode: TorchFunctionMode | None) -> bool:
     """Take the mode :func:`push` returned off torch's stack; False when it was no longer on
     top (the learner's code popped or replaced it: tampering)."""
     if mode is None:
@@ -92,7 +106,7 @@ def pop(mode) -> bool:
     depth = torch._C._len_torch_function_stack()
     on_top = depth > 0 and torch._C._get_function_stack_at(depth - 1) is mode
     if on_top:
-        mode.__exit__(None, None, None)
+        mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]  # torch: unannotated
     return on_top
 
 

@@ -16,13 +16,31 @@ import hashlib
 import html
 import json
 import re
+import unicodedata
 from pathlib import Path
+from typing import Any, TypedDict
 from urllib.parse import quote
 
 import nbformat
 
 from grader.course import grade_id
 from grader.results import out as out_files
+from grader.results.result import Result
+
+
+class GradeRow(TypedDict):
+    """One row of grades.csv (``grader.results.report.GRADES_COLUMNS``), every cell text:
+    made by ``grader.results.report.rows``, read here too (this module is below it)."""
+
+    student: str
+    notebook: str
+    exercise: str
+    points: str  # "" while a written answer waits for hand grading
+    max_points: str
+    message: str
+    comment: str
+    by_hand: str
+
 
 STYLE = """<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;
 color:#222}.cell{margin:.6rem 0}pre{background:#f6f6f6;padding:.5rem;overflow-x:auto;
@@ -36,15 +54,24 @@ def graded_notebook_path(out: Path, student: str, notebook: str) -> Path:
 
 
 def safe_name(student: str) -> str:
-    """A student id as a name in feedback/: an id of letters, digits and ``-_.`` as it is;
-    any other (a space, a newline, a slash: an id may be any folder name; ``.``, ``..``) with
-    those characters as ``_``, then ``~`` and a hash of the whole id, so no two ids share a
-    page or a folder (no id kept as it is holds ``~``)."""
+    """A student id as a name in feedback/: a lower-case id of letters, digits and ``-_.`` as
+    it is; any other (a capital: ``Ann`` and ``ann`` are one name on a case-insensitive disk,
+    a laptop's or a zip unpacked there; a space, a newline, a slash: an id may be any folder
+    name; ``.``, ``..``) with those characters as ``_``, then ``~`` and a hash of the whole
+    id, so no two ids share a page or a folder, whatever the disk (no id kept as it is holds
+    ``~``, and a hash is lower-case hex)."""
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student)
-    if safe == student and safe.strip("."):
+    if safe == student and safe.strip(".") and _one_case(student):
         return safe
     digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return f"{safe}~{digest}"
+
+
+def _one_case(name: str) -> bool:
+    """Whether ``name`` is the one spelling of itself a case-insensitive disk knows: its own
+    case-fold (``ß``, ``ς`` are not) and lower case of its upper case (``ı`` is not: ``I``),
+    composed (macOS also takes a decomposed ``é`` for a composed one)."""
+    return name == name.casefold() == name.upper().lower() == unicodedata.normalize("NFC", name)
 
 
 def page_path(out: Path, student: str, notebook: str) -> Path:
@@ -70,13 +97,13 @@ def paragraphs(text: str) -> str:
     return "".join(f"<p>{html.escape(p).replace(chr(10), '<br>')}</p>" for p in parts)
 
 
-def _verdict(test: dict) -> str:
+def _verdict(test: dict[str, Any]) -> str:
     if test["points"] >= test["max_points"]:
         return "<div class='pass'>✓ passed</div>"
     return f"<div class='fail'>✗ {message_html(test['message'])}</div>"
 
 
-def _points(row: dict, checked: bool) -> str:
+def _points(row: GradeRow, checked: bool) -> str:
     """An exercise's points; its message too when no test cell shows it (a written answer)."""
     shown = "pending" if row["points"] == "" else row["points"]
     lines = [f"<b>{html.escape(row['exercise'])}</b>: {shown} / {row['max_points']} points"]
@@ -89,7 +116,9 @@ def _points(row: dict, checked: bool) -> str:
     return "<div class='points'>" + "<br>".join(lines) + "</div>"
 
 
-def render(notebook_json: str, title: str, tests: dict, rows: list[dict]) -> str:
+def render(
+    notebook_json: str, title: str, tests: dict[str, dict[str, Any]], rows: list[GradeRow]
+) -> str:
     """The page: every cell's source in order; under a test cell its verdict (``tests``: the
     result's {test id: {points, max_points, message}}), under an answer cell its grade row."""
     cells = nbformat.from_dict(json.loads(notebook_json)).cells  # as graded: no validation
@@ -113,7 +142,7 @@ def render(notebook_json: str, title: str, tests: dict, rows: list[dict]) -> str
     )
 
 
-def write(out: Path, result, rows: list[dict]) -> bool:
+def write(out: Path, result: Result, rows: list[GradeRow]) -> bool:
     """Write one graded notebook's page; False when OUT holds no graded notebook for it
     (not submitted, not graded)."""
     path = graded_notebook_path(out, result.student, result.notebook)

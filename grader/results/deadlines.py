@@ -14,8 +14,10 @@ only ``make totals``.
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Protocol, TypedDict
 
 from nbgrader.utils import parse_utc
 
@@ -26,14 +28,61 @@ STAMP = "timestamp.txt"
 LATE_ROW = "late_penalty"  # the grades.csv row of a late notebook's penalty
 
 
+class Policy(Protocol):
+    """What the rules read of the settings (a grader.settings.GraderSettings)."""
+
+    @property
+    def due_dates(self) -> Mapping[str, str]: ...
+    @property
+    def extensions(self) -> Mapping[str, float | Mapping[str, float]]: ...
+    @property
+    def late_policy(self) -> str: ...
+    @property
+    def late_penalty(self) -> float: ...
+
+
+class Handed(Protocol):
+    """A notebook handed in (a grader.intake.submissions.Handed, a layer above)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class Student(Protocol):
+    """A student's submission (a grader.intake.submissions.Submission, a layer above)."""
+
+    @property
+    def student(self) -> str: ...
+    @property
+    def notebooks(self) -> Mapping[str, Handed]: ...
+
+
+class SubmissionTime(TypedDict):
+    time: str  # ISO UTC
+    source: str  # how we know it, as feedback states it
+
+
+Times = dict[str, dict[str, SubmissionTime]]  # OUT/work/times.json: student -> notebook -> time
+
+
+class Lateness(TypedDict):
+    hours: float  # 0 when on time
+    due: datetime
+    time: datetime
+    source: str
+    fraction: float  # of the notebook's maximum taken off
+    policy: str
+
+
 def _stamp_time(path: Path) -> datetime | None:
     try:
-        return parse_utc(path.read_text().strip()).replace(tzinfo=UTC)
+        stamp: datetime = parse_utc(path.read_text().strip())  # nbgrader: untyped
+        return stamp.replace(tzinfo=UTC)
     except (OSError, ValueError, OverflowError):
         return None  # unreadable: fall back to the file time
 
 
-def submission_time(entry: Path, assignment: str, handed_name: str) -> dict:
+def submission_time(entry: Path, assignment: str, handed_name: str) -> SubmissionTime:
     """{"time": ISO UTC, "source": ...} of one handed-in notebook; ``entry`` is the student's
     folder or zip in SUBMISSIONS, ``handed_name`` the file's name as submitted."""
     handed = next(entry.rglob(handed_name), None) if entry.is_dir() else None
@@ -59,10 +108,11 @@ def write_received(path: Path, when: datetime) -> None:
     out_files.write_text(path, json.dumps({"time": when.isoformat(), "source": RECEIVED}) + "\n")
 
 
-def received(out: Path, student: str, assignment: str) -> dict | None:
+def received(out: Path, student: str, assignment: str) -> SubmissionTime | None:
     """The hub's record of ``student``'s ``assignment`` ({time, source}), if any."""
     try:
-        return json.loads(received_record(out, student, assignment).read_text())
+        record: SubmissionTime = json.loads(received_record(out, student, assignment).read_text())
+        return record
     except (OSError, ValueError):
         return None  # not collected from the hub's exchange
 
@@ -71,28 +121,29 @@ def times_path(out: Path) -> Path:
     return out / out_files.WORK / "times.json"
 
 
-def load_times(out: Path) -> dict:
+def load_times(out: Path) -> Times:
     try:
-        return json.loads(times_path(out).read_text())
+        times: Times = json.loads(times_path(out).read_text())
+        return times
     except (OSError, ValueError):
         return {}
 
 
-def extension_hours(settings, student: str, notebook: str) -> float:
+def extension_hours(settings: Policy, student: str, notebook: str) -> float:
     """``extensions[student]``: hours for every notebook, or {notebook: hours} (numbers:
     grader.settings checks them when it loads)."""
     given = settings.extensions.get(student, 0)
-    return float(given.get(notebook, 0) if isinstance(given, dict) else given)
+    return float(given.get(notebook, 0) if isinstance(given, Mapping) else given)
 
 
-def due(settings, student: str, notebook: str) -> datetime | None:
+def due(settings: Policy, student: str, notebook: str) -> datetime | None:
     text = settings.due_dates.get(notebook)
     if not text:
         return None
     return parse_due(text) + timedelta(hours=extension_hours(settings, student, notebook))
 
 
-def penalty_fraction(settings, hours_late: float) -> float:
+def penalty_fraction(settings: Policy, hours_late: float) -> float:
     """The share of the notebook's maximum taken off (1 is everything)."""
     if hours_late <= 0 or settings.late_policy == "none":
         return 0.0
@@ -102,7 +153,7 @@ def penalty_fraction(settings, hours_late: float) -> float:
     return min(1.0, units * settings.late_penalty)
 
 
-def lateness(settings, student: str, notebook: str, times: dict) -> dict | None:
+def lateness(settings: Policy, student: str, notebook: str, times: Times) -> Lateness | None:
     """How late one notebook was: {hours, due, time, source, fraction, policy}; None without
     a due date or a recorded time (not submitted)."""
     deadline = due(settings, student, notebook)
@@ -120,7 +171,7 @@ def lateness(settings, student: str, notebook: str, times: dict) -> dict | None:
     }
 
 
-def describe(late: dict) -> str:
+def describe(late: Lateness) -> str:
     """One line for the learner: when it was due, when handed in (and how we know)."""
     when = f"Handed in {late['time']:%Y-%m-%d %H:%M} UTC ({late['source']})"
     due_at = f"due {late['due']:%Y-%m-%d %H:%M} UTC"
@@ -142,7 +193,12 @@ def _duration(hours: float) -> str:
     return f"{n} days"
 
 
-def record_submissions(out: Path, students: list, entries: dict, assignments: list[str]) -> None:
+def record_submissions(
+    out: Path,
+    students: Sequence[Student],
+    entries: Mapping[str, Sequence[Path]],
+    assignments: list[str],
+) -> None:
     """Record the time of each notebook handed in by ``students`` (intake's Submissions);
     a chosen notebook a student no longer hands in loses its old time."""
     times = load_times(out)

@@ -14,21 +14,24 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, SubmittedNotebook
 
 from grader import course
 from grader.results import gradebook
+from grader.results.result import Result, Row
 
 GRADED = "graded in formgrader"  # a written answer's points, as any hand grading gives
+Key = tuple[str, str]  # (student, notebook)
 
 
 @dataclass
 class HandGrades:
-    """Per (student, notebook), {grade cell name: value} of what formgrader holds."""
+    """Per (student, notebook), {grade cell name: value} of what formgrader holds: manual
+    scores and extra credit of any graded cell, comments of any cell."""
 
-    scores: dict = field(default_factory=dict)  # manual scores, any graded cell
-    extra: dict = field(default_factory=dict)  # extra credit, any graded cell
-    comments: dict = field(default_factory=dict)  # comments, any cell
+    scores: dict[Key, dict[str, float]] = field(default_factory=dict)
+    extra: dict[Key, dict[str, float]] = field(default_factory=dict)
+    comments: dict[Key, dict[str, str]] = field(default_factory=dict)
 
 
 def read(out: Path) -> HandGrades:
@@ -44,7 +47,7 @@ def read(out: Path) -> HandGrades:
     return hand
 
 
-def _read_notebook(notebook, key: tuple, hand: HandGrades) -> None:
+def _read_notebook(notebook: SubmittedNotebook, key: Key, hand: HandGrades) -> None:
     scores = hand.scores.setdefault(key, {})
     extra = hand.extra.setdefault(key, {})
     said = hand.comments.setdefault(key, {})
@@ -65,7 +68,7 @@ def test_ids(notebook: str) -> dict[str, tuple[str, ...]]:
     }
 
 
-def exercise_points(result, row, hand: HandGrades) -> tuple:
+def exercise_points(result: Result, row: Row, hand: HandGrades) -> tuple[float | str, str, str]:
     """(points, message, by_hand) of one exercise's row of ``result``: the checks' points
     (or "" for a written answer not graded yet) with formgrader's scores and extra credit
     applied; ``by_hand`` says what was set by hand ("" when nothing was)."""

@@ -18,10 +18,13 @@
 
 import html
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from grader.results import annotated, csvfile, handgrades
-from grader.results.deadlines import LATE_ROW, describe
+from grader.results.annotated import GradeRow
+from grader.results.deadlines import LATE_ROW, Lateness, describe
 from grader.results.result import GRADED, NO_RESULT, Result
 
 GRADES_COLUMNS = [
@@ -29,13 +32,47 @@ GRADES_COLUMNS = [
     "by_hand",  # what formgrader set (grader.results.handgrades); the contract's columns first
 ]
 NOT_SUBMITTED = "Notebook not submitted."  # grader.batch.job's message for a missing notebook
+TotalsRow = dict[str, str]  # totals.csv's row: student, one column per notebook, the sums
 
 
-def _num(value) -> str:
+class FeedbackExtra(TypedDict, total=False):
+    """What a notebook's feedback says beside its grade rows (``grader.commands.totals``
+    gives every key but ``annotated``, which comes once the annotated page is written)."""
+
+    handed: str  # when it was handed in, with a due date ("" without one)
+    late_hours: float | None  # None without a due date or a submission
+    late: Lateness | None
+    comments: list[str]  # formgrader comments on no exercise
+    annotated: bool  # whether feedback/<student>/<notebook>.html was written
+
+
+class ExerciseStat(TypedDict):
+    """One row of report/exercises.csv."""
+
+    notebook: str
+    exercise: str
+    max_points: str
+    students: int
+    scored: int
+    pending: int
+    mean_points: str
+    full_marks_rate: str
+    top_messages: str
+
+
+class FlagRow(TypedDict):
+    """One row of report/flags.csv."""
+
+    student: str
+    notebook: str
+    reason: str
+
+
+def _num(value: float | str | None) -> str:
     return "" if value == "" or value is None else f"{float(value):g}"
 
 
-def _one_line(text) -> str:
+def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
@@ -44,15 +81,17 @@ def _paragraphs(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").strip().split("\n"))
 
 
-def rows(results: list[Result], hand: handgrades.HandGrades, late: dict) -> list[dict]:
+def rows(
+    results: list[Result], hand: handgrades.HandGrades, late: Mapping[handgrades.Key, Lateness]
+) -> list[GradeRow]:
     """grades.csv rows, sorted; ``hand``: what formgrader holds (scores, overrides, extra
     credit, comments), ``late[(student, notebook)]`` its lateness when late under a penalty
     (``grader.results.deadlines.lateness``)."""
-    out = []
+    out: list[GradeRow] = []
     for res in sorted(results, key=lambda r: (r.student, r.notebook)):
         key = (res.student, res.notebook)
         notes = hand.comments.get(key, {})
-        mine = []
+        mine: list[GradeRow] = []
         for row in res.rows:
             points, message, by_hand = handgrades.exercise_points(res, row, hand)
             mine.append(
@@ -73,7 +112,7 @@ def rows(results: list[Result], hand: handgrades.HandGrades, late: dict) -> list
     return out
 
 
-def _late_row(mine: list[dict], late: dict) -> dict:
+def _late_row(mine: list[GradeRow], late: Lateness) -> GradeRow:
     """The penalty of a late notebook: its share of the maximum, never more than the points
     scored so far (a notebook never goes below 0)."""
     scored = sum(float(r["points"]) for r in mine if r["points"] != "")
@@ -90,17 +129,16 @@ def _late_row(mine: list[dict], late: dict) -> dict:
     }
 
 
-def write_grades(out: Path, grade_rows: list[dict]) -> None:
+def write_grades(out: Path, grade_rows: list[GradeRow]) -> None:
     csvfile.write(out / "grades.csv", GRADES_COLUMNS, grade_rows)
 
 
-def totals(grade_rows: list[dict], notebooks: list[str]) -> list[dict]:
-    by_student: dict[str, dict] = {}
+def totals(grade_rows: list[GradeRow], notebooks: list[str]) -> list[TotalsRow]:
+    by_student: dict[str, dict[str, float]] = {}
     for row in grade_rows:
         entry = by_student.setdefault(
             row["student"],
             {
-                "student": row["student"],
                 **{n: 0.0 for n in notebooks},
                 "total": 0.0,
                 "max_total": 0.0,
@@ -114,12 +152,12 @@ def totals(grade_rows: list[dict], notebooks: list[str]) -> list[dict]:
             entry[row["notebook"]] += float(row["points"])
             entry["total"] += float(row["points"])
     return [
-        {k: _num(v) if k != "student" else v for k, v in e.items()}
-        for _, e in sorted(by_student.items())
+        {"student": student, **{k: _num(v) for k, v in e.items()}}
+        for student, e in sorted(by_student.items())
     ]
 
 
-def write_totals(out: Path, total_rows: list[dict], notebooks: list[str]) -> None:
+def write_totals(out: Path, total_rows: list[TotalsRow], notebooks: list[str]) -> None:
     cols = ["student", *notebooks, "total", "max_total", "pending_hand_grading"]
     csvfile.write(out / "totals.csv", cols, total_rows)
 
@@ -140,7 +178,12 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def write_feedback(out: Path, grade_rows: list[dict], results: list[Result], extra: dict) -> None:
+def write_feedback(
+    out: Path,
+    grade_rows: list[GradeRow],
+    results: list[Result],
+    extra: Mapping[handgrades.Key, FeedbackExtra],
+) -> None:
     """``extra[(student, notebook)]``: {"handed": a line on when it was handed in (with a
     due date), "comments": formgrader comments on no exercise}."""
     folder = out / "feedback"
@@ -178,7 +221,7 @@ def write_feedback(out: Path, grade_rows: list[dict], results: list[Result], ext
         feedback_path(out, student).write_text(_page(f"Feedback: {student}", "".join(body)))
 
 
-def _headline(mine: list[dict]) -> str:
+def _headline(mine: list[GradeRow]) -> str:
     got = sum(float(r["points"]) for r in mine if r["points"] != "")
     waiting = sum(float(r["max_points"]) for r in mine if r["points"] == "")
     pending = f" ({waiting:g} more pending: written answers not graded yet)" if waiting else ""
@@ -188,7 +231,7 @@ def _headline(mine: list[dict]) -> str:
     )
 
 
-def _feedback_row(r: dict) -> str:
+def _feedback_row(r: GradeRow) -> str:
     if r["exercise"] == LATE_ROW:
         return (
             f"<tr><td>Late penalty</td><td class='lost'>{html.escape(r['points'])}</td>"
@@ -213,21 +256,21 @@ def _feedback_row(r: dict) -> str:
     )
 
 
-def full_marks(r: dict) -> bool:
+def full_marks(r: GradeRow) -> bool:
     """Whether a grades.csv row has every point (extra credit may put it above)."""
     return r["points"] != "" and float(r["points"]) >= float(r["max_points"])
 
 
 def feedback_path(out: Path, student: str) -> Path:
-    """``OUT/feedback/<student>.html``, the id's characters other than letters, digits and
-    ``-_.`` replaced by ``_`` (an id may be any folder name)."""
+    """``OUT/feedback/<student>.html``, ``<student>`` one name per id on any disk, a
+    lower-case id's own (``annotated.safe_name``; the page names its student)."""
     return out / "feedback" / f"{annotated.safe_name(student)}.html"
 
 
-def exercise_stats(grade_rows: list[dict]) -> list[dict]:
+def exercise_stats(grade_rows: list[GradeRow]) -> list[ExerciseStat]:
     """Per exercise, in course order (notebook, then the exercise's place in it): how the class
     did, and how many written answers still wait for hand grading (``pending``)."""
-    stats = []
+    stats: list[ExerciseStat] = []
     seen = dict.fromkeys(  # notebook order; a late penalty is no exercise
         (r["notebook"], r["exercise"]) for r in grade_rows if r["exercise"] != LATE_ROW
     )
@@ -254,7 +297,7 @@ def exercise_stats(grade_rows: list[dict]) -> list[dict]:
     return stats
 
 
-def _mean_text(stat: dict) -> str:
+def _mean_text(stat: ExerciseStat) -> str:
     """The mean over the scored answers; written answers still to grade show as pending."""
     if not stat["pending"]:
         return stat["mean_points"]
@@ -262,7 +305,7 @@ def _mean_text(stat: dict) -> str:
     return f"{stat['mean_points']} ({pending})" if stat["scored"] else pending
 
 
-def _histogram(path: Path, total_rows: list[dict]) -> None:
+def _histogram(path: Path, total_rows: list[TotalsRow]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -294,9 +337,11 @@ def count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _late_section(grade_rows: list[dict], extra: dict) -> list[str]:
+def _late_section(
+    grade_rows: list[GradeRow], extra: Mapping[handgrades.Key, FeedbackExtra]
+) -> list[str]:
     """Every late notebook once, under any late policy (``none`` only states it)."""
-    late = {k: e["late"] for k, e in sorted(extra.items()) if e.get("late") and e["late"]["hours"]}
+    late = {k: lt for k, e in sorted(extra.items()) if (lt := e.get("late")) and lt["hours"]}
     if not late:
         return []
     taken = {(r["student"], r["notebook"]): r["points"] for r in grade_rows
@@ -309,7 +354,7 @@ def _late_section(grade_rows: list[dict], extra: dict) -> list[str]:
     return [*body, "</table>"]
 
 
-def _by_hand_section(grade_rows: list[dict]) -> list[str]:
+def _by_hand_section(grade_rows: list[GradeRow]) -> list[str]:
     """The points formgrader changed beyond grading written answers: overrides, extra credit."""
     changed = [r for r in grade_rows if r.get("by_hand", "") not in ("", handgrades.GRADED)]
     if not changed:
@@ -322,15 +367,15 @@ def _by_hand_section(grade_rows: list[dict]) -> list[str]:
     return [*body, "</table>"]
 
 
-def _handed_nothing(results) -> str:
+def _handed_nothing(results: list[Result]) -> str:
     """The students with no notebook handed in (a roster's, or an empty folder)."""
     students = sorted({r.student for r in results} - {r.student for r in results if submitted(r)})
     return f"<p>Handed in nothing: {html.escape(', '.join(students))}.</p>" if students else ""
 
 
-def _flag_rows(results, sandboxed: bool) -> list[dict]:
+def _flag_rows(results: list[Result], sandboxed: bool) -> list[FlagRow]:
     """flags.csv's rows: the run's own flags first, then each result's."""
-    flag_rows = [
+    flag_rows: list[FlagRow] = [
         {"student": r.student, "notebook": r.notebook, "reason": f}
         for r in sorted(results, key=lambda r: (r.student, r.notebook))
         for f in r.flags
@@ -343,7 +388,7 @@ def _flag_rows(results, sandboxed: bool) -> list[dict]:
     return flag_rows
 
 
-def _exercises_table(stats) -> list[str]:
+def _exercises_table(stats: list[ExerciseStat]) -> list[str]:
     body = [
         "<h2>Exercises</h2><table><tr><th>Notebook</th><th>Exercise</th>"
         "<th>Max</th><th>Mean</th><th>Full marks</th><th>Most common failures</th></tr>",
@@ -360,7 +405,7 @@ def _exercises_table(stats) -> list[str]:
     return body
 
 
-def _flagged_section(flag_rows) -> list[str]:
+def _flagged_section(flag_rows: list[FlagRow]) -> list[str]:
     body = ["<h2>Flagged submissions (for a human to review)</h2>"]
     flagged = sorted({(f["student"], f["notebook"]) for f in flag_rows if f["student"] != "(all)"})
     if not flagged:
@@ -377,7 +422,7 @@ def _flagged_section(flag_rows) -> list[str]:
     return body
 
 
-def _notes_section(results, ignored) -> list[str]:
+def _notes_section(results: list[Result], ignored: list[str]) -> list[str]:
     notes = [(r.student, r.notebook, n) for r in results for n in r.notes]
     if not notes and not ignored:
         return []
@@ -391,7 +436,7 @@ def _notes_section(results, ignored) -> list[str]:
     return body
 
 
-def _timing_section(results, sandboxed: bool) -> list[str]:
+def _timing_section(results: list[Result], sandboxed: bool) -> list[str]:
     timings = [r.timings["total"] for r in results if r.timings.get("total")]
     if not timings:
         return []
@@ -402,7 +447,14 @@ def _timing_section(results, sandboxed: bool) -> list[str]:
     ]
 
 
-def write_class_report(out: Path, grade_rows, total_rows, results, ignored, extra) -> None:
+def write_class_report(
+    out: Path,
+    grade_rows: list[GradeRow],
+    total_rows: list[TotalsRow],
+    results: list[Result],
+    ignored: list[str],
+    extra: Mapping[handgrades.Key, FeedbackExtra],
+) -> None:
     """``report/``; results graded without the sandbox say so in its header and flags.csv."""
     sandboxed = all(r.sandboxed for r in results)
     folder = out / "report"

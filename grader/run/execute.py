@@ -24,17 +24,19 @@ import asyncio
 import functools
 import json
 import os
+import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from time import monotonic
-from typing import TypedDict
+from typing import IO, Any, TypedDict, cast
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_client.provisioning import LocalProvisioner
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -42,7 +44,7 @@ from traitlets import Integer, List
 
 from grader.course import grade_id
 from grader.run import cgroups, sandbox
-from grader.run.stream import KernelStream, Windows
+from grader.run.stream import KernelStream, Window, Windows
 from grader.settings import Snapshot
 
 TIMEOUT_ENAME = "GraderCellTimeout"
@@ -63,6 +65,25 @@ class CellStatus(TypedDict, total=False):
     flooded: bool
 
 
+class KernelSettings(TypedDict):
+    """grader.kernel.boot's settings (ATTN_KERNEL, as JSON), but for the stream's path."""
+
+    read: list[str]
+    write: list[str]
+    libraries: list[str]
+    memory_bytes: int | None
+    cpu_seconds: int
+    fsize_bytes: int
+    processes: int | None
+    seed: int
+
+
+def kernel_process(provisioner: LocalProvisioner) -> "subprocess.Popen[bytes] | None":
+    """The process a local provisioner started (the sandbox's), while it runs."""
+    # jupyter_client declares ``process = None``; launching sets it to the kernel's Popen
+    return cast("subprocess.Popen[bytes] | None", provisioner.process)
+
+
 class SandboxProvisioner(LocalProvisioner):
     """Jupyter's local provisioner, but a killed sandbox is reaped as soon as it is gone:
     jupyter_client looks every 0.1 s, a tenth of a second lost per notebook graded."""
@@ -70,7 +91,7 @@ class SandboxProvisioner(LocalProvisioner):
     # Overrides jupyter_client internals (pinned in pyproject.toml); guarded by
     # tests/test_overrides.py::test_the_provisioner_s_kill_returns_with_the_kernel_reaped
     async def kill(self, restart: bool = False) -> None:
-        process = self.process
+        process = kernel_process(self)
         await super().kill(restart=restart)
         deadline = monotonic() + REAP_SECONDS
         while process is not None and process.poll() is None and monotonic() < deadline:
@@ -88,13 +109,15 @@ def provisioner_name() -> str:
 class SandboxKernelManager(AsyncKernelManager):
     """jupyter_client's manager for one kernel started by ``command`` (the sandbox's)."""
 
-    command = List(help="The kernel's full command line ({connection_file} is filled in).")
+    command: List[str] = List(
+        help="The kernel's full command line ({connection_file} is filled in)."
+    )
     owner_uid = Integer(None, allow_none=True, help="The sandbox's uid, owner of its files.")
 
     # Overrides jupyter_client internals (pinned in pyproject.toml); guarded by
     # tests/test_overrides.py::test_the_kernel_manager_starts_the_sandbox_s_command
     @property
-    def kernel_spec(self):
+    def kernel_spec(self) -> KernelSpec:
         return KernelSpec(
             argv=list(self.command),
             display_name="Python 3 (grading sandbox)",
@@ -105,12 +128,13 @@ class SandboxKernelManager(AsyncKernelManager):
 
     # Overrides jupyter_client internals (pinned in pyproject.toml); guarded by
     # tests/test_overrides.py::test_a_timeout_is_the_grader_s_error_with_no_interrupt
-    async def interrupt_kernel(self):
+    # jupyter_client types AsyncKernelManager's as KernelManager's synchronous one
+    async def interrupt_kernel(self) -> None:  # type: ignore[override]
         """No interrupt: a cell past its limit gets its kernel stopped and a fresh one (the
         signal would reach the sandbox's bwrap, not the kernel, and kill it at some point
         meanwhile, so the cell would look crashed or timed out by chance)."""
 
-    def write_connection_file(self, **kwargs):
+    def write_connection_file(self, **kwargs: object) -> None:
         super().write_connection_file(**kwargs)
         if self.owner_uid is not None:  # the sandbox's uid reads it, never writes it
             os.chmod(self.connection_file, 0o644)
@@ -123,32 +147,35 @@ class Plan:
     scratch: str  # the kernel's working folder (a tmpfs in the sandbox)
     cwd: str  # where the sandbox (or the unsandboxed kernel) is started, on this machine
     job_dir: str  # private to the worker: IPC folders, the kernel's stderr
-    env: dict
-    kernel_settings: dict  # for grader.kernel.boot (ATTN_KERNEL), without the stream path
-    state_cells: set
+    env: dict[str, str]
+    kernel_settings: KernelSettings  # for grader.kernel.boot, without the stream path
+    state_cells: set[int]
     windows: Windows
-    cell_windows: dict  # {cell index: Window}
-    skip: set  # demo cells left out of this run (grader.run.needs)
-    files: dict  # {path in scratch: host file}, read-only
-    folders: list  # writable folders made in scratch
+    cell_windows: dict[int, Window]  # {cell index: Window}
+    skip: set[int]  # demo cells left out of this run (grader.run.needs)
+    files: dict[str, str]  # {path in scratch: host file}, read-only
+    folders: list[str]  # writable folders made in scratch
     sandboxed: bool
     uid: int | None
     scratch_mb: int
     shm_mb: int
-    limits: object  # grader.run.cgroups.Limits of each sandbox as a whole (sandboxed)
+    limits: cgroups.Limits  # of each sandbox as a whole (sandboxed)
     grace: float  # GraderSettings.stream_grace
     trusted_timeout: int  # the per-cell limit of the trusted imports cell
     deadline: float  # monotonic time by which the notebook's kernels end (all its runs)
     seccomp: str | None = None  # the system-call filter's file (grader.run.seccomp)
 
 
-class SandboxedExecute(Execute):
+class SandboxedExecute(Execute):  # type: ignore[misc]  # nbgrader has no types: Execute is Any
     """nbgrader's Execute with a fault-tolerant, deadline-aware, sandboxed cell loop."""
+
+    km: SandboxKernelManager | None  # nbclient's, set by the cell loop (_kernel)
+    _current: int | None  # the cell being run or replayed
 
     # Its cell loop (_run) drives nbclient's: setup_kernel with a preset km, execute_cell,
     # output, the km/kc reset; each use is marked where it is made.
 
-    def __init__(self, settings: Snapshot, **kwargs):
+    def __init__(self, settings: Snapshot, **kwargs: object) -> None:
         """``settings``: the job's GraderSettings snapshot, the one source of its limits."""
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         kwargs.setdefault("kernel_name", "python3")
@@ -162,13 +189,19 @@ class SandboxedExecute(Execute):
         self.shutdown_kernel = "immediate"
         self.leftovers = 0
         self.kernel_starts = 0
-        self.group: list = []  # the notebook's cgroup folders ([]: rlimits only)
+        self.group: list[Path] = []  # the notebook's cgroup folders ([]: rlimits only)
         self.exceeded: list[str] = []  # the cgroup's limits it hit
 
     # -- output flood control
     # Overrides nbclient internals (pinned in pyproject.toml); guarded by
     # tests/test_overrides.py::test_a_cell_s_outputs_past_the_cap_are_dropped_and_flagged
-    def output(self, outs, msg, display_id, cell_index):
+    def output(
+        self,
+        outs: list[NotebookNode],
+        msg: dict[str, Any],  # a Jupyter message, as nbclient types it
+        display_id: str | None,
+        cell_index: int,
+    ) -> NotebookNode | None:
         """Keep a cell's outputs up to the cap. A replay (after a restart) is capped apart:
         its outputs are thrown away, so they neither count for the cell nor flag a flood."""
         key = (cell_index, self.replaying)
@@ -181,10 +214,11 @@ class SandboxedExecute(Execute):
             self._chars[key] = self.max_output_chars
             return None
         self._chars[key] = used + size
-        return super().output(outs, msg, display_id, cell_index)
+        kept: NotebookNode | None = super().output(outs, msg, display_id, cell_index)
+        return kept
 
     # -- one kernel
-    def _kernel(self, plan: Plan):
+    def _kernel(self, plan: Plan) -> tuple[KernelStream, dict[str, str]]:
         """A fresh kernel manager and its stream, in a new IPC folder."""
         ipc = tempfile.mkdtemp(prefix="ipc-", dir=plan.job_dir)
         if plan.uid is not None:
@@ -218,7 +252,9 @@ class SandboxedExecute(Execute):
         self.ipc = ipc
         return stream, {**plan.env, "ATTN_KERNEL": json.dumps(settings)}
 
-    def _after_test_cell(self, plan: Plan, stream, idx: int, state: dict) -> None:
+    def _after_test_cell(
+        self, plan: Plan, stream: KernelStream, idx: int, state: CellStatus
+    ) -> None:
         window = plan.cell_windows.get(idx)
         if window is None or state["status"] not in ("ok", "error"):
             return
@@ -232,7 +268,9 @@ class SandboxedExecute(Execute):
             )
 
     # -- the cell loop
-    def run(self, nb, plan: Plan, stderr=None) -> dict[int, dict]:
+    def run(
+        self, nb: NotebookNode, plan: Plan, stderr: IO[str] | None = None
+    ) -> dict[int, CellStatus]:
         """Execute ``nb`` in place, in the notebook's cgroup; return {cell index: status}."""
         self.group = sandbox.limit_group(plan.limits) if plan.sandboxed else []
         try:
@@ -242,11 +280,13 @@ class SandboxedExecute(Execute):
             cgroups.end_processes(self.group)
             cgroups.remove(self.group)
 
-    def _run(self, nb, plan: Plan, stderr=None) -> dict[int, dict]:
+    def _run(
+        self, nb: NotebookNode, plan: Plan, stderr: IO[str] | None = None
+    ) -> dict[int, CellStatus]:
         """The cell loop. ``plan.state_cells`` are replayed after a restart (cells that
         define the learner's names)."""
         self.nb = nb
-        self._chars: dict[tuple, int] = {}
+        self._chars: dict[tuple[int, bool], int] = {}  # (cell, replaying) -> output kept
         self.flooded: set[int] = set()
         self.replaying = False
         deadline = plan.deadline  # one budget for the notebook's runs (grader.batch.job)
@@ -270,7 +310,7 @@ class SandboxedExecute(Execute):
             try:
                 with self.setup_kernel(cwd=plan.cwd, env=env, stderr=stderr):
                     if plan.sandboxed:
-                        sandbox.seal(self.ipc, plan.uid, self.km.provisioner.process.pid)
+                        sandbox.seal(self.ipc, plan.uid, self._sandbox_pid())
                     self._replay(nb, replay, deadline)
                     self._run_pending(nb, plan, stream, pending, status, replay, deadline)
             except (DeadKernelError, _Stuck, RuntimeError, TimeoutError) as err:
@@ -292,16 +332,24 @@ class SandboxedExecute(Execute):
             status.setdefault(idx, {"status": "not-run"})["flooded"] = True
         return status
 
-    def _cell_timeout(self, plan: Plan, deadline: float):
-        def timeout(cell):  # the imports cell is trusted code: a slow machine is not the
-            # learner's fault
+    def _sandbox_pid(self) -> int:
+        """The pid of the running kernel's sandbox (its bwrap)."""
+        provisioner = self.km.provisioner if self.km is not None else None
+        assert isinstance(provisioner, LocalProvisioner)  # ours (kernel_spec names it) or its base
+        process = kernel_process(provisioner)
+        assert process is not None  # setup_kernel has started it
+        return process.pid
+
+    def _cell_timeout(self, plan: Plan, deadline: float) -> Callable[[NotebookNode], int]:
+        def timeout(cell: NotebookNode) -> int:
+            # the imports cell is trusted code: a slow machine is not the learner's fault
             trusted = grade_id(cell) == "imports"
             limit = max(self.timeout or 1, plan.trusted_timeout) if trusted else self.timeout
             return max(1, int(min(limit or 1e9, deadline - monotonic())))
 
         return timeout
 
-    def _replay(self, nb, replay: list[int], deadline: float) -> None:
+    def _replay(self, nb: NotebookNode, replay: list[int], deadline: float) -> None:
         """Run again, in a fresh kernel, the cells that defined the learner's names (until
         the deadline: then the cells left say so)."""
         self.replaying = True
@@ -318,7 +366,16 @@ class SandboxedExecute(Execute):
         self.replaying = False
         self._current = None
 
-    def _run_pending(self, nb, plan: Plan, stream, pending, status, replay, deadline) -> None:
+    def _run_pending(
+        self,
+        nb: NotebookNode,
+        plan: Plan,
+        stream: KernelStream,
+        pending: list[int],
+        status: dict[int, CellStatus],
+        replay: list[int],
+        deadline: float,
+    ) -> None:
         """Run ``pending`` in order (popping each as it ends) until the deadline or a loss."""
         while pending and not _lost(plan, status):
             idx = self._current = pending[0]
@@ -337,7 +394,9 @@ class SandboxedExecute(Execute):
             if idx in plan.state_cells:
                 replay.append(idx)
 
-    def _after_crash(self, err, pending, status, replay) -> None:
+    def _after_crash(
+        self, err: Exception, pending: list[int], status: dict[int, CellStatus], replay: list[int]
+    ) -> None:
         """The status of the cell the kernel died or got stuck in; it is not run again."""
         # nbgrader's Execute raises CellTimeoutError when the kernel stays busy past the
         # cell's limit (nothing interrupts it): a timeout, not a crash.
@@ -355,7 +414,7 @@ class SandboxedExecute(Execute):
             )
 
 
-def _lost(plan: Plan, status: dict) -> bool:
+def _lost(plan: Plan, status: Mapping[int, CellStatus]) -> bool:
     """A run without demo cells stands only if every cell ends well (``grader.batch.job.stands``):
     after one that did not, the rest of it is wasted, as the full run follows."""
     return bool(plan.skip) and any(st.get("status") != "ok" for st in status.values())
@@ -365,7 +424,7 @@ class _Stuck(Exception):
     """A cell ran past its time limit: restart the kernel rather than trust it."""
 
 
-def _timed_out(cell) -> bool:
+def _timed_out(cell: NotebookNode) -> bool:
     return any(
         o.get("output_type") == "error" and o.get("ename") == TIMEOUT_ENAME
         for o in cell.get("outputs", [])
@@ -386,7 +445,7 @@ def _status(cell: NotebookNode, seconds: float) -> CellStatus:
     return {"status": "ok", "seconds": round(seconds, 3)}
 
 
-def font_cache() -> dict:
+def font_cache() -> dict[str, str]:
     """{file name: host path} of matplotlib's font cache, so kernels do not rebuild it."""
     try:
         import matplotlib

@@ -6,9 +6,10 @@ environment it gets, and the :class:`grader.run.execute.Plan` that runs it.
 import copy
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import nbformat
 from nbformat import NotebookNode
@@ -19,11 +20,47 @@ from grader.run import cgroups, sandbox, seccomp
 from grader.run.cases import hidden_cases
 
 if TYPE_CHECKING:  # imported where used: numpy and nbclient load only in a run
-    from grader.run.execute import CellStatus
+    from grader.run.execute import CellStatus, KernelSettings, Plan
     from grader.run.stream import Window, Windows
+    from grader.settings import Snapshot
 
 SANDBOX_HOME = Path("/home/student")  # the kernel's scratch folder inside the sandbox
 CPU_SECONDS_SPARE = 30  # CPU time beyond notebook_timeout: the wall clock stops a notebook first
+
+
+class TestSpec(Protocol):
+    """A test cell of the trusted release (``grader.judging.trusted.TestCell``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def hidden(self) -> bool: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def verifies(self) -> tuple[tuple[str, str], ...]: ...
+
+
+class TrustedSpec(Protocol):
+    """What a run reads of the trusted facts (``grader.judging.trusted.Trusted``)."""
+
+    @property
+    def tests(self) -> Sequence[TestSpec]: ...
+    @property
+    def shortcuts(self) -> dict[str, dict[str, list[str]]]: ...
+
+
+class RunJob(Protocol):
+    """What a run reads of its job (``grader.batch.job.Job``, a layer above)."""
+
+    @property
+    def student(self) -> str: ...
+    @property
+    def notebook(self) -> str: ...
+    @property
+    def settings(self) -> "Snapshot": ...
+    @property
+    def trusted(self) -> TrustedSpec: ...
 
 
 @dataclass(frozen=True)
@@ -42,11 +79,13 @@ class KernelRun:
     cgroup: bool  # the limits applied through a cgroup (else rlimits per process)
 
 
-def job_seed(job, name: str = "") -> int:
-    return seeds.keyed(job.settings.seed, job.student, job.notebook, name)
+def job_seed(job: RunJob, name: str = "") -> int:
+    seed = job.settings.seed
+    assert seed is not None  # settled before any job is made (grader.results.out.settle_seed)
+    return seeds.keyed(seed, job.student, job.notebook, name)
 
 
-def run(job, nb, skip: frozenset, deadline: float) -> KernelRun:
+def run(job: RunJob, nb: NotebookNode, skip: frozenset[int], deadline: float) -> KernelRun:
     """Run the instrumented copy of ``nb`` without the cells ``skip``, in a private folder,
     its kernels ending by ``deadline`` (monotonic)."""
     from grader.run.execute import SandboxedExecute
@@ -73,7 +112,7 @@ def run(job, nb, skip: frozenset, deadline: float) -> KernelRun:
     )
 
 
-def _instrument(job, nb):
+def _instrument(job: RunJob, nb: NotebookNode) -> "tuple[NotebookNode, Windows, dict[int, Window]]":
     """The copy the kernel runs: test cells replaced by recorder calls with their nonces,
     a last sentinel cell, and the windows the stream accepts them in."""
     from grader.run.stream import Window, Windows
@@ -81,9 +120,10 @@ def _instrument(job, nb):
     tests = {t.id: t for t in job.trusted.tests}
     windows = Windows(job.trusted.shortcuts)
     run_nb = copy.deepcopy(nb)
-    cell_windows = {}
+    cell_windows: dict[int, Window] = {}
     for idx, cell in enumerate(run_nb.cells):
-        test = tests.get(grade_id(cell))
+        gid = grade_id(cell)
+        test = tests.get(gid) if gid is not None else None
         if test is None:
             continue
         if test.hidden:
@@ -107,7 +147,9 @@ def _instrument(job, nb):
     return run_nb, windows, cell_windows
 
 
-def _scratch_files(job, nb, folder: Path, scratch: Path, tmp: str, sandboxed: bool):
+def _scratch_files(
+    job: RunJob, nb: NotebookNode, folder: Path, scratch: Path, tmp: str, sandboxed: bool
+) -> tuple[dict[str, str], list[str]]:
     """({path in scratch: file to put there}, folders to make there); without the sandbox,
     made and copied now (the sandbox mounts them itself)."""
     from grader.run.execute import font_cache
@@ -127,7 +169,7 @@ def _scratch_files(job, nb, folder: Path, scratch: Path, tmp: str, sandboxed: bo
     return files, folders
 
 
-def _kernel_env(scratch: Path, tmp: str) -> dict:
+def _kernel_env(scratch: Path, tmp: str) -> dict[str, str]:
     """The kernel's whole environment: nothing of the grader's own is handed down."""
     return {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
@@ -149,7 +191,7 @@ def _kernel_env(scratch: Path, tmp: str) -> dict:
     }
 
 
-def _kernel_settings(job, scratch: Path, tmp: str) -> dict:
+def _kernel_settings(job: RunJob, scratch: Path, tmp: str) -> "KernelSettings":
     """grader.kernel.boot's settings (ATTN_KERNEL), without the stream's path."""
     cfg = job.settings
     return {
@@ -164,7 +206,15 @@ def _kernel_settings(job, scratch: Path, tmp: str) -> dict:
     }
 
 
-def _plan(job, nb, skip: frozenset, folder: Path, windows, cell_windows, deadline: float):
+def _plan(
+    job: RunJob,
+    nb: NotebookNode,
+    skip: frozenset[int],
+    folder: Path,
+    windows: "Windows",
+    cell_windows: "dict[int, Window]",
+    deadline: float,
+) -> "Plan":
     from grader.run.execute import Plan
 
     cfg = job.settings

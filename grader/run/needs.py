@@ -23,6 +23,11 @@ shorter run, so the shorter run can only confirm full marks.
 
 import ast
 import re
+from collections.abc import Set
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 DEMO_KEY = "attn"  # cell metadata: {"attn": {"demo": true}}
 # Reading any of these names, attributes or modules makes a cell unclear: they reach
@@ -56,11 +61,14 @@ GLOBAL_STATE = frozenset(
 )  # fmt: skip
 
 
+Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
 class Unclear(Exception):
     """A cell whose names cannot be read with certainty."""
 
 
-def is_demo(cell) -> bool:
+def is_demo(cell: "NotebookNode") -> bool:
     return cell.cell_type == "code" and bool(cell.metadata.get(DEMO_KEY, {}).get("demo"))
 
 
@@ -73,9 +81,10 @@ def _tree(source: str) -> ast.AST:
         raise Unclear(f"does not parse ({type(err).__name__})") from None
 
 
-def names(source: str) -> tuple[set, set]:
+def names(source: str) -> tuple[set[str], set[str]]:
     """(names the cell reads, names it binds); :class:`Unclear` when that cannot be told."""
-    reads, binds = set(), set()
+    reads: set[str] = set()
+    binds: set[str] = set()
     for node in ast.walk(_tree(source)):
         if isinstance(node, ast.Name):
             (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
@@ -118,7 +127,7 @@ def uses_global_rng(source: str) -> bool:
     return False
 
 
-def imported(node: ast.Import | ast.ImportFrom) -> set:
+def imported(node: ast.Import | ast.ImportFrom) -> set[str]:
     return {alias.asname or alias.name.split(".")[0] for alias in node.names}
 
 
@@ -128,7 +137,7 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def changes(source: str, modules: set) -> set:
+def changes(source: str, modules: Set[str]) -> set[str]:
     """Names a cell may change (see the module's docstring). A module counts only when the
     cell assigns into it (``plt.rcParams[...] = ...``) or calls one of its global-state
     functions (``torch.manual_seed(0)``)."""
@@ -137,7 +146,7 @@ def changes(source: str, modules: set) -> set:
         if isinstance(node, (ast.Assign, ast.Delete)):
             changed |= {name for name in map(_root, node.targets) if name}
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            changed |= {_root(node.target)} - {None}
+            changed |= {name for name in [_root(node.target)] if name}
         elif isinstance(node, ast.Call):
             touched = [*node.args, *(k.value for k in node.keywords)]
             if isinstance(node.func, ast.Attribute):
@@ -148,13 +157,13 @@ def changes(source: str, modules: set) -> set:
     return {n.removeprefix("module:") for n in changed}
 
 
-def _own_names(fn) -> set:
+def _own_names(fn: Function) -> set[str]:
     """The names local to a function: its parameters and what its own scope binds (not
     nested functions' or comprehensions' scopes, so reading through them stays free)."""
     args = fn.args
     own = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     own |= {a.arg for a in (args.vararg, args.kwarg) if a}
-    stack = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    stack: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -172,7 +181,7 @@ def _own_names(fn) -> set:
     return own
 
 
-def _functions(tree) -> list:
+def _functions(tree: ast.AST) -> list[Function]:
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     return [node for node in ast.walk(tree) if isinstance(node, kinds)]
 
@@ -180,7 +189,7 @@ def _functions(tree) -> list:
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _free(node, local: set, reads: set) -> None:
+def _free(node: ast.AST, local: set[str], reads: set[str]) -> None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         outer = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
         for part in [*outer, *getattr(node, "decorator_list", [])]:  # run where it is defined
@@ -204,10 +213,10 @@ def _free(node, local: set, reads: set) -> None:
         _free(child, local, reads)
 
 
-def global_reads(source: str) -> set:
+def global_reads(source: str) -> set[str]:
     """The names a cell reads from the notebook's namespace: everything it reads at the top
     level, and what its functions read that is not local to them (when they are called)."""
-    reads: set = set()
+    reads: set[str] = set()
     try:
         _free(_tree(source), set(), reads)
     except RecursionError:
@@ -215,7 +224,7 @@ def global_reads(source: str) -> set:
     return reads
 
 
-def _plain_default(node) -> bool:
+def _plain_default(node: ast.expr) -> bool:
     """A constant (``-1``, ``None``) or a dotted name (``np.float64``)."""
     if isinstance(node, ast.UnaryOp):
         node = node.operand
@@ -226,7 +235,7 @@ def _plain_default(node) -> bool:
     return isinstance(node, ast.Constant)
 
 
-def check_answer(source: str, modules: set) -> None:
+def check_answer(source: str, modules: Set[str]) -> None:
     """:class:`Unclear` when the student's code may keep state between calls, so that demo
     cells calling it could change what later checks see: classes, decorators, defaults that
     are not plain constants, functions that change names outside their own scope
@@ -246,7 +255,7 @@ def check_answer(source: str, modules: set) -> None:
             raise Unclear("a default argument that is not a constant")
         own = _own_names(fn)
         for node in ast.walk(fn):
-            touched = []
+            touched: list[ast.expr] = []
             if isinstance(node, (ast.Assign, ast.Delete)):
                 touched = node.targets
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -261,7 +270,9 @@ def check_answer(source: str, modules: set) -> None:
                     raise Unclear(f"a function changes `{root}`, outside its own scope")
 
 
-def skippable(sources: list[str], demo: set[int], modules: set, answers=frozenset()) -> set[int]:
+def skippable(
+    sources: list[str], demo: Set[int], modules: Set[str], answers: Set[int] = frozenset()
+) -> set[int]:
     """Of the ``demo`` cells (indexes into ``sources``, a notebook's code in order), those
     that no later cell which runs depends on; ``modules``: names bound to imported modules;
     ``answers``: the student's cells, read with :func:`check_answer` too, and whose
@@ -271,7 +282,7 @@ def skippable(sources: list[str], demo: set[int], modules: set, answers=frozense
         names(source)
         if idx in answers:
             check_answer(source, modules)
-    read_later: set = set().union(*(global_reads(sources[i]) for i in answers))
+    read_later: set[str] = set().union(*(global_reads(sources[i]) for i in answers))
     skip = set()
     for idx in range(len(sources) - 1, -1, -1):
         if idx in demo and not changes(sources[idx], modules) & read_later:

@@ -42,6 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from grader.course import REPO_ROOT
 from grader.run import cgroups
@@ -144,7 +145,7 @@ def private_folder(prefix: str = JOB_PREFIX) -> str:
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base)
 
 
-def limit_group(limits: cgroups.Limits) -> list:
+def limit_group(limits: cgroups.Limits) -> list[Path]:
     """A cgroup of its own for one notebook's sandboxes, under the grader's own; [] where
     the host allows none. First the cgroups of workers that are gone are emptied and go."""
     stale = [
@@ -206,10 +207,10 @@ def library_roots() -> list[str]:
 class Slot:
     index: int
     uid: int | None  # the sandbox's uid (None when the grader is not root)
-    lock: object = field(default=None, repr=False)
+    lock: TextIO | None = field(default=None, repr=False)  # the slot's lock file, held open
 
 
-_SLOT: list = []
+_SLOT: list[Slot] = []
 
 
 def slot(first_uid: int, count: int) -> Slot:
@@ -280,7 +281,7 @@ def kill_leftovers(uid: int | None, wait: float = LEFTOVER_WAIT_SECONDS) -> int:
 class _View:
     """bwrap arguments that build a file system view, creating parent folders 0755."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.args: list[str] = []
         self.made: set[str] = {"/"}
 
@@ -316,7 +317,7 @@ def command(
     *,
     scratch: str,
     ipc: str,
-    files: dict,
+    files: dict[str, str],
     folders: list[str],
     uid: int | None,
     scratch_mb: int,

@@ -16,7 +16,9 @@ import os
 import secrets
 import socket
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,23 +34,24 @@ MAX_ORACLE_CALLS = 1000
 class Window:
     test_id: str
     kind: str  # "visible", "hidden" or "sentinel"
-    cases: dict = field(default_factory=dict)  # hidden: {exercise: [(args, kwargs)]}
+    # hidden: {exercise: [(args, kwargs)]}
+    cases: dict[str, list[tuple[object, ...]]] = field(default_factory=dict)
     nonce: str = field(default_factory=lambda: secrets.token_hex(16))
     begun: bool = False
     ended: bool = False
     record: bytes | None = None
-    oracles: list = field(default_factory=list)
+    oracles: "list[wire.OracleFunction]" = field(default_factory=list)
     oracle_calls: int = 0
 
 
 class Windows:
     """Every window of one notebook, and what went wrong with them (tamper reasons)."""
 
-    def __init__(self, shortcuts: dict):
+    def __init__(self, shortcuts: dict[str, dict[str, list[str]]]):
         self.shortcuts = shortcuts
         self.by_nonce: dict[str, Window] = {}
         self.tampered: list[str] = []
-        self.logs: list[dict] = []
+        self.logs: list[dict[str, str]] = []
         self.changed = threading.Condition()
 
     def add(self, window: Window) -> Window:
@@ -61,7 +64,7 @@ class Windows:
                 self.tampered.append(reason)
             self.changed.notify_all()
 
-    def wait_end(self, window: Window, stream, timeout: float) -> bool:
+    def wait_end(self, window: Window, stream: "KernelStream", timeout: float) -> bool:
         """True once ``window`` has ended; False after ``timeout`` or when ``stream`` (a
         KernelStream) has stopped, since nothing more can come then."""
         with self.changed:
@@ -81,7 +84,7 @@ class KernelStream:
         if uid is not None:
             os.chown(self.path, uid, uid)
         self.listener.listen(1)
-        self.conn = None
+        self.conn: socket.socket | None = None
         self.received = 0
         self.open: Window | None = None
         self.done = False  # the stream has ended (or was cut for a malformed frame)
@@ -98,12 +101,13 @@ class KernelStream:
                 sock.close()
         self.thread.join(timeout=CLOSE_SECONDS)
 
-    def _accept(self) -> bool:
+    def _accept(self) -> socket.socket | None:
+        """The kernel's connection (``conn``, which ``close`` shuts too), or None."""
         try:
             self.listener.settimeout(ACCEPT_SECONDS)
             self.conn, _ = self.listener.accept()
         except OSError:
-            return False
+            return None
         finally:
             self.listener.close()  # one connection only, made before any student code ran
             try:
@@ -111,7 +115,7 @@ class KernelStream:
             except OSError:
                 pass
         self.conn.settimeout(None)
-        return True
+        return self.conn
 
     def _serve(self) -> None:
         try:
@@ -122,12 +126,13 @@ class KernelStream:
                 self.windows.changed.notify_all()
 
     def _read_all(self) -> None:
-        if not self._accept():
+        conn = self._accept()
+        if conn is None:
             return
         first = True
         while True:
             try:
-                payload = wire.read_frame(self.conn)
+                payload = wire.read_frame(conn)
                 if payload is None:
                     return
                 self.received += len(payload) + 4
@@ -147,14 +152,15 @@ class KernelStream:
             except OSError:
                 return
 
-    def _reply(self, value) -> None:
+    def _reply(self, value: object) -> None:
+        assert self.conn is not None  # replies answer messages: the kernel has connected
         try:
             data = wire.frame(value, oracles=self.open.oracles if self.open else None)
         except wire.TooLarge:
             data = wire.frame({"raise": "the answer is too large"})
         wire.write_all(self.conn.fileno(), data)
 
-    def _handle(self, msg) -> None:
+    def _handle(self, msg: Any) -> None:  # whatever the kernel sent: checked here
         w = self.windows
         kind = msg.get("k") if isinstance(msg, dict) else None
         if kind == "hello":
@@ -193,7 +199,7 @@ class KernelStream:
         else:
             w.tamper(f"an unexpected `{kind}` message in test cell `{window.test_id}`")
 
-    def _oracle(self, window: Window, msg) -> dict:
+    def _oracle(self, window: Window, msg: Any) -> dict[str, object]:
         """Answer a call to a function argument of a hidden case with the trusted function,
         for arguments shaped like that cell's hidden inputs only."""
         window.oracle_calls += 1
@@ -214,7 +220,7 @@ class KernelStream:
             return {"raise": f"{type(err).__name__}: {err}"[:300]}
 
 
-def _arrays(value):
+def _arrays(value: object) -> Iterator[np.ndarray]:
     if isinstance(value, np.ndarray):
         yield value
     elif isinstance(value, (list, tuple)):
