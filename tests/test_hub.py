@@ -16,6 +16,7 @@ is left, even after a failure. Without root (it makes unix users) the module is 
 
 import csv
 import grp
+import html
 import io
 import json
 import os
@@ -624,6 +625,47 @@ def test_the_instructors_sandbox_walls_in_student_code(hub):
     assert "unreachable" in sockets["native network"][1], sockets
 
 
+def _first_test(exercise: str) -> str:
+    return next(e.test_ids[0] for e in exercises(NB) if e.grade_id == exercise)
+
+
+def _hand_grades() -> dict[tuple[str, str], dict]:
+    """What the instructor saves in formgrader, {(attendee, exercise): the fields of its
+    first test cell's grade}: WRONG's failed check overridden, extra credit for RIGHT."""
+    wrong = _wrong_answer()[0]
+    other = next(e.grade_id for e in exercises(NB) if e.autograded and e.grade_id != wrong)
+    return {
+        (WRONG, wrong): {"manual_score": 1.0, "extra_credit": None},
+        (RIGHT, other): {"manual_score": None, "extra_credit": 0.5},
+    }
+
+
+def test_points_set_in_formgrader_reach_the_hub_s_totals(hub):
+    """An override of a failed check's points and extra credit, saved in the instructor's
+    formgrader (its Save button's call to nbgrader's API) after `hub grade`: `python -m hub
+    totals` carries both into grades.csv (its by_hand column saying what was set) and
+    totals.csv."""
+    if INSTRUCTOR not in hub.sessions:  # this test alone
+        hub.sign_in(INSTRUCTOR, INSTRUCTOR_PASSWORD)
+    s, before = hub.settings, _points(hub)
+    with Gradebook(gradebook.db_url(s.grading), gradebook.COURSE_ID) as gb:
+        ids = {(n, e): gb.find_grade(_first_test(e), NB, NB, n).id for n, e in _hand_grades()}
+    for key, fields in _hand_grades().items():
+        hub.call(INSTRUCTOR, "PUT", f"formgrader/api/grade/{ids[key]}", json=fields)
+    hub.as_instructor("totals")
+    with open(s.grading / "grades.csv", newline="") as fh:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(fh)}
+    max_points = {e.grade_id: e.max_points for e in exercises(NB)}
+    (wrong, overridden), (right, credited) = _hand_grades()
+    shown = {key: (float(rows[key]["points"]), rows[key]["by_hand"]) for key in _hand_grades()}
+    assert shown == {
+        (wrong, overridden): (1.0, "set in formgrader (the checks gave 0)"),
+        (right, credited): (max_points[credited] + 0.5, "extra credit +0.5"),
+    }
+    assert {r["by_hand"] for k, r in rows.items() if k not in shown} == {""}
+    assert _points(hub) == {RIGHT: before[RIGHT] + 0.5, WRONG: before[WRONG] + 1.0}
+
+
 def test_feedback_reaches_the_attendees(hub):
     hub.as_instructor("feedback", NB)
     points = _points(hub)
@@ -635,6 +677,41 @@ def test_feedback_reaches_the_attendees(hub):
             r"\(Score: ([\d.]+)(?: \+ [\d.]+ pending)? / ([\d.]+)\)", found[-1].read_text()
         )
         assert score and float(score.group(1)) == points[name], (name, score)
+
+
+def test_the_fetched_feedback_is_the_attendee_s_notebook_with_each_check_s_message(hub):
+    """What `python -m hub feedback` sends WRONG is their own notebook, the failed check's
+    message under its test cell (the course grader's wording, as in grades.csv), and
+    nothing of the hidden checks."""
+    exercise = _wrong_answer()[0]
+    with open(hub.settings.grading / "grades.csv", newline="") as fh:
+        row = next(
+            r for r in csv.DictReader(fh) if (r["student"], r["exercise"]) == (WRONG, exercise)
+        )
+    page = sorted((hub.settings.homes / WRONG / NB / "feedback").glob(f"*/{NB}.html"))[-1]
+    raw = page.read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", raw))
+    cell = raw.split(f'<a name="{_first_test(exercise)}"></a>', 1)[1]  # the test cell on
+    under = html.unescape(re.sub(r"<[^>]+>", "", cell))[:3000]
+    assert row["message"] and row["message"] in under, (row["message"], under[:800])
+    hidden = (REPO_ROOT / "grader" / "hidden" / f"nb{NB}.py").read_text()
+    for secret in ("_softmax_cases", "rng.normal"):
+        assert secret in hidden and secret not in text
+
+
+def test_the_fetched_feedback_shows_the_points_set_in_formgrader(hub):
+    """The feedback each attendee fetched shows, at the hand-graded test cell, the points
+    the instructor set: the override, or the checks' points plus the extra credit."""
+    for (name, exercise), fields in _hand_grades().items():
+        page = sorted((hub.settings.homes / name / NB / "feedback").glob(f"*/{NB}.html"))[-1]
+        cell = re.escape(_first_test(exercise))
+        score = re.search(rf'href="#{cell}">Test cell</a> \(Score: ([\d.]+) / ([\d.]+)\)',
+                          page.read_text())  # fmt: skip
+        assert score, f"no score for {cell} in {name}'s feedback"
+        given, most = float(score.group(1)), float(score.group(2))
+        manual = fields["manual_score"]  # else RIGHT's check, passed: all its points
+        expected = manual if manual is not None else most + fields["extra_credit"]
+        assert given == expected, (name, exercise, given)
 
 
 def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tmp_path):
