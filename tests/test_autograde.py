@@ -456,21 +456,14 @@ def test_validate_and_grading_agree_on_every_mistake(graded, validated):
 # ----------------------------------------------------------------------------- reruns
 
 
-def test_rerun_is_identical_and_isolated(graded, tmp_path):
-    """Three students graded alone get exactly the rows they got among crashing classmates."""
-    subs, _, _, rows, _, _ = graded
-    alone = tmp_path / "subs"
-    for student in ("honest", "monkeypatch_np", "os_exit_function"):
-        (alone / student).mkdir(parents=True)
-        for f in (subs / student).iterdir():
-            (alone / student / f.name).write_bytes(f.read_bytes())
-    _grade(alone, tmp_path / "out", "--notebooks", NB)
-    again = [
-        r
-        for r in rows
-        if r["student"] in {"honest", "monkeypatch_np", "os_exit_function"} and r["notebook"] == NB
-    ]
-    assert _rows(tmp_path / "out") == again
+def test_rerun_is_identical_and_isolated(graded, stopped_and_resumed):
+    """Three students graded apart from the batch (in the small class that
+    ``stopped_and_resumed`` stops and resumes) get exactly the rows they got among crashing
+    classmates."""
+    rows = graded[3]
+    alone = ("honest", "monkeypatch_np", "os_exit_function")
+    again = [r for r in rows if r["student"] in alone and r["notebook"] == NB]
+    assert again and [r for r in stopped_and_resumed["rows"] if r["student"] in alone] == again
 
 
 def _one_per_notebook(keys: set) -> set:
@@ -571,27 +564,39 @@ def _copy_class(subs: Path, dest: Path, students) -> None:
         (dest / student / f"{NB}.ipynb").write_bytes((subs / student / f"{NB}.ipynb").read_bytes())
 
 
-def test_sigterm_stops_cleanly_and_the_rerun_resumes(graded, tmp_path):
-    """SIGTERM mid-batch: exit 130 with a one-line note, no worker, judge or sandbox left;
-    the rerun grades only what is missing and gives the same grades.csv as the batch."""
-    subs, _, _, rows, _, _ = graded
-    small = tmp_path / "subs"
-    # (not a looping case: the batch grades those under a shorter cell limit, fixtures.batch)
-    students = ("honest", "patch_checks", "syntax_error", "os_exit_function")
-    _copy_class(subs, small, students)
-    out, mark = tmp_path / "out", f"sigterm-{os.getpid()}-{time.time()}"
+# (not a looping case: the batch grades those under a shorter cell limit, fixtures.batch)
+STOPPED = ("honest", "monkeypatch_np", "os_exit_function", "patch_checks", "syntax_error")
+
+
+@pytest.fixture(scope="module")
+def stopped_and_resumed(graded, tmp_path_factory):
+    """A small class copied from the batch, stopped by SIGTERM once a result is written, then
+    graded again: what each step left (one run for the SIGTERM and the rerun tests)."""
+    small = tmp_path_factory.mktemp("stopped") / "subs"
+    _copy_class(graded[0], small, STOPPED)
+    out, mark = small.parent / "out", f"sigterm-{os.getpid()}-{time.time()}"
     proc = _start(small, out, mark)
     _wait_for_a_result(proc, out)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "interrupted:" in stderr, stderr[-2000:]
-    assert _gone(mark) == [], "workers, judges or sandboxes outlived the stopped grader"
-    assert not (out / "grades.csv").exists()
-    finished = len(list((out / "work" / "results").glob("*/*.json")))
-    resumed = _grade(small, out)
-    assert f"({finished} reused" in resumed.stdout
-    want = [r for r in rows if r["student"] in students and r["notebook"] == NB]
-    assert _rows(out) == want
+    seen = {"returncode": proc.returncode, "stderr": stderr, "left": _gone(mark)}
+    seen["csv_after_stop"] = (out / "grades.csv").exists()
+    seen["finished"] = len(list((out / "work" / "results").glob("*/*.json")))
+    seen["resumed"] = _grade(small, out).stdout
+    seen["rows"] = _rows(out)
+    return seen
+
+
+def test_sigterm_stops_cleanly_and_the_rerun_resumes(graded, stopped_and_resumed):
+    """SIGTERM mid-batch: exit 130 with a one-line note, no worker, judge or sandbox left;
+    the rerun grades only what is missing and gives the same grades.csv as the batch."""
+    seen = stopped_and_resumed
+    assert seen["returncode"] == 130 and "interrupted:" in seen["stderr"], seen["stderr"][-2000:]
+    assert seen["left"] == [], "workers, judges or sandboxes outlived the stopped grader"
+    assert not seen["csv_after_stop"]
+    assert f"({seen['finished']} reused" in seen["resumed"]
+    want = [r for r in graded[3] if r["student"] in STOPPED and r["notebook"] == NB]
+    assert seen["rows"] == want
 
 
 def test_a_killed_grader_takes_its_workers_and_sandboxes_with_it(graded, tmp_path):

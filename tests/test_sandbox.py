@@ -562,12 +562,13 @@ def test_a_notebook_s_two_runs_share_one_time_budget(tmp_path):
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
             cell.source = SLEEPER + cell.source
     _write(subs, "sleeper", nb)
-    limits = ["--notebook-timeout", "40", "--cell-timeout", "10", "--quiet"]
+    # Four answer cells of 5 s each spend the 20 s budget in the short run.
+    limits = ["--notebook-timeout", "20", "--cell-timeout", "5", "--quiet"]
     proc = subprocess.run([*CLI, str(subs), "--out", str(out), *limits], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     timings = json.loads((out / "work/results/sleeper/01_soft_lookup.json").read_text())["timings"]
-    assert 40 <= timings["kernels"] <= 40 + KERNEL_SPARE, timings
+    assert 20 <= timings["kernels"] <= 20 + KERNEL_SPARE, timings
     assert os.stat(out).st_mode & 0o777 == 0o700, "OUT is its owner's alone"
     rows = _rows(out)
     assert all(rows[("honest", e)]["message"] == "" for e in ("softmax", "hard_lookup"))
