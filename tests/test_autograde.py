@@ -250,6 +250,7 @@ def test_the_sandbox_is_on(graded):
     else:
         assert seen["uid"] == os.getuid()
     assert seen["CapEff"] == "0000000000000000" and seen["NoNewPrivs"] == "1"
+    assert seen["Seccomp"] == "2", "the kernel runs under the system-call filter"
     assert seen["interfaces"] == ["lo"] and seen["hostname"] == "sandbox"
     repo = str(REPO_ROOT)
     assert sorted(seen["repo"]) == sorted([".", "..", ".venv", "attnlib", "data", "grader"])
