@@ -51,6 +51,12 @@ def test_disk_fills_stop_at_the_size_of_tmp_and_scratch(graded):
         assert _mb(saw[place]) <= SETTINGS.scratch_mb, (place, saw[place])
 
 
+def test_no_file_grows_past_file_mb(graded):
+    """RLIMIT_FSIZE: a 300 MB write into /tmp (room for it) stops at file_mb, with EFBIG."""
+    error, size = seen(graded[1], "limit_disk")["one_file"][1].splitlines()[-2:]
+    assert "File too large" in error and int(size) == SETTINGS.file_mb * 2**20, (error, size)
+
+
 def test_the_connection_file_and_the_ipc_folder_refuse_the_sandbox(graded):
     saw = seen(graded[1], "limit_kernel_json")
     for attempt in ("append", "chmod", "fill", "symlink", "chmod_folder"):
