@@ -15,7 +15,7 @@ SUBMISSIONS ?= submitted
 OUT ?= out
 
 .PHONY: setup grader-setup test-setup lab update reset test test-fast release collect grade formgrader \
-	totals export data bench handouts bundle lint browser sandbox clean hub-setup hub hub-end
+	totals export data bench handouts bundle lint browser sandbox perf clean hub-setup hub hub-end
 
 $(STAMP): pyproject.toml constraints.txt attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -77,7 +77,7 @@ export: grader-setup
 data: setup
 	$(PY) -m attnlib.shipped --retrain
 
-bench: test-setup browser sandbox
+bench: test-setup browser sandbox perf
 	$(PY) -m bench
 
 handouts: grader-setup browser
@@ -100,6 +100,11 @@ sandbox:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  echo "Installing bubblewrap (Debian package) for the grading sandbox..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
+
+# Debian's linux-perf, with which the bench counts a grading run's system calls (p8).
+perf:
+	@command -v perf >/dev/null 2>&1 || { echo "Installing linux-perf (Debian) for the bench..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null; }
 
 # The workshop server (README "Workshop server"): JupyterHub for a room, as root.
 HUB_STAMP := $(VENV)/.hub-installed
