@@ -46,8 +46,9 @@ update: setup
 reset: setup
 	$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)
 
+# Two pytest workers (pytest-xdist), each module whole in one (tests/conftest.py).
 test: test-setup browser sandbox hub-setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 # A few minutes, for a change: no graded batch, no grading, hub, browser or bundle venv, and
 # no test that builds a release or starts a kernel (markers set in tests/conftest.py).

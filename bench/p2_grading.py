@@ -89,14 +89,16 @@ def _run(cmd, cwd):
     return time.perf_counter() - start
 
 
+def autograde(subs: Path, out: Path, *extra) -> list[str]:
+    """The grading command every bench run times (or counts): one draw, so runs compare."""
+    return [sys.executable, "-m", "grader", "autograde", str(subs), "--out", str(out),
+            "--quiet", "--cell-timeout", str(TIMEOUT), "--seed", "0", *extra]  # fmt: skip
+
+
 def _grade(subs: Path, out: Path, *extra) -> tuple[float, float, float]:
     """(wall time, mean seconds per notebook in a worker, mean load average meanwhile)."""
     before = os.getloadavg()[0]
-    wall = _run(
-        [sys.executable, "-m", "grader", "autograde", str(subs), "--out", str(out), "--quiet",
-         "--cell-timeout", str(TIMEOUT), "--seed", "0", *extra],  # one draw: runs compare
-        REPO_ROOT,
-    )  # fmt: skip
+    wall = _run(autograde(subs, out, *extra), REPO_ROOT)
     load = (before + os.getloadavg()[0]) / 2
     times = [
         json.loads(p.read_text())["timings"]["total"]

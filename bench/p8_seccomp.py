@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.p2_grading import ENV, _grade, make_class
+from bench.p2_grading import ENV, _grade, autograde, make_class
 from grader.course import REPO_ROOT
 from grader.run import sandbox, seccomp
 
@@ -54,8 +54,7 @@ def _calls(subs: Path, root: Path) -> tuple[float, float]:
     """(system calls, clone calls) per notebook over a filtered grading run, from perf."""
     out = root / "out-counted"
     events = "raw_syscalls:sys_enter,syscalls:sys_enter_clone"
-    grading = [sys.executable, "-m", "grader", "autograde", str(subs), "--out", str(out),
-               "--quiet", "--seed", "0", "--notebooks", *NOTEBOOKS]  # fmt: skip
+    grading = autograde(subs, out, "--notebooks", *NOTEBOOKS)
     proc = subprocess.run(["perf", "stat", "-x,", "-e", events, *grading], cwd=REPO_ROOT,
                           env=ENV, capture_output=True, text=True, check=True)  # fmt: skip
     fields = [line.split(",") for line in proc.stderr.splitlines()]

@@ -55,15 +55,48 @@ SLOW_TESTS = {
 }  # fmt: skip
 
 
+# `make test` runs two pytest workers (pytest-xdist): each module runs whole in one worker, so
+# its module fixtures are built once, and the modules that read the graded batch or Validate's
+# batches (session fixtures, built once) run together in one (``pytest_xdist_make_scheduler``).
+# Other session fixtures are built at most once per worker.
+ONCE_FIXTURES = {"graded", "listener", "validated"}
+ONCE_MODULES = {"test_attacks_intake", "test_attacks_leaks", "test_attacks_limits",
+                "test_autograde", "test_result", "test_validate"}  # fmt: skip
+
+
+def _module(item) -> str:
+    return item.module.__name__.rpartition(".")[2]
+
+
 def pytest_collection_modifyitems(items):
+    readers = {_module(i) for i in items if ONCE_FIXTURES & set(i.fixturenames)}
+    if readers - ONCE_MODULES:
+        unlisted = ", ".join(sorted(readers - ONCE_MODULES))
+        raise pytest.UsageError(f"add {unlisted} to ONCE_MODULES in tests/conftest.py")
     for item in items:
-        module = item.module.__name__.rpartition(".")[2]
+        module = _module(item)
         marks = {mark for mark, modules in SLOW_MODULES.items() if module in modules}
         marks |= {mark for name, mark in SLOW_FIXTURES.items() if name in item.fixturenames}
         if item.originalname in SLOW_TESTS.get(module, ()):
             marks.add("slow")
         for mark in sorted(marks):
             item.add_marker(mark)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        """Each module a unit of work, ONCE_MODULES one unit; the unit with the most tests first."""
+
+        # Overrides pytest-xdist internals (pinned in pyproject.toml); guarded by
+        # tests/test_markers.py::test_make_test_runs_each_module_whole_in_one_worker
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::")[0]
+            return "once" if path.rpartition("/")[2].removesuffix(".py") in ONCE_MODULES else path
+
+    return ByModule(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,9 @@ outputs and look at the machine afterwards; two small extra runs check determini
 isolation and resuming.
 """
 
+import contextlib
 import csv
+import fcntl
 import os
 import re
 import shutil
@@ -232,6 +234,25 @@ def _sandbox_uids():
     return range(settings.sandbox_uid, settings.sandbox_uid + settings.sandbox_slots)
 
 
+@contextlib.contextmanager
+def _idle_sandbox_uids():
+    """The sandbox uids no grading run holds (`make test` grades in two workers at once),
+    their slot locks held meanwhile so that no run starts on one: a process of one of these
+    outlived its notebook."""
+    from grader.run.sandbox import SLOT_LOCKS
+
+    with contextlib.ExitStack() as held:
+        idle = []
+        for uid in _sandbox_uids():
+            handle = held.enter_context(open(SLOT_LOCKS / f"uid-{uid}.lock", "a"))
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            idle.append(uid)
+        yield idle
+
+
 def _sandbox_top_level():
     """What / may hold in the sandbox: the system folders, the scratch home, /tmp and the
     top folder of each read-only root (wherever the checkout and the interpreter live)."""
@@ -296,7 +317,8 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
     if os.geteuid() == 0:
         from grader.run.sandbox import processes_of
 
-        assert [pid for uid in _sandbox_uids() for pid in processes_of(uid)] == []
+        with _idle_sandbox_uids() as idle:
+            assert [pid for uid in idle for pid in processes_of(uid)] == []
     left = attacks.seen(out, "leftover_process")
     assert left["background"][0] == 0 and left["detached"][0] == 0, "the attempt really ran"
 
@@ -530,7 +552,8 @@ def _leftovers(mark: str) -> list[int]:
     if os.geteuid() == 0:
         from grader.run.sandbox import processes_of
 
-        found += [pid for uid in _sandbox_uids() for pid in processes_of(uid)]
+        with _idle_sandbox_uids() as idle:
+            found += [pid for uid in idle for pid in processes_of(uid)]
     return found
 
 

@@ -26,7 +26,8 @@ def test_make_test_fast_leaves_out_every_registered_marker():
     markers = PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]
     registered = {line.split(":")[0] for line in markers}
     assert set(re.findall(r"\w+", _fast_expression())) - {"not", "or", "and"} == registered
-    assert re.search(r"^test: .*\n\t\$\(PY\) -m pytest$", MAKEFILE, re.M), "make test runs all"
+    all_tests = r"^test: .*\n\t\$\(PY\) -m pytest -n 2$"
+    assert re.search(all_tests, MAKEFILE, re.M), "make test runs all"
 
 
 def test_the_fast_subset_keeps_quick_tests_and_leaves_out_slow_ones():
@@ -70,3 +71,22 @@ def _fixtures_of(test_id: str) -> str:
     name = name.split("[")[0]
     text = (REPO_ROOT / path).read_text()
     return re.search(rf"^def {name}\((.*)\):", text, re.M).group(1)
+
+
+def test_make_test_runs_each_module_whole_in_one_worker():
+    """`make test`'s two workers (tests/conftest.py): every test of a module in one worker,
+    and the modules of ONCE_MODULES (they share the batches built once) in one worker too."""
+    files = ["tests/test_layers.py", "tests/test_lab_args.py", "tests/test_result.py",
+             "tests/test_attacks_intake.py"]  # fmt: skip
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-v", "-p", "no:cacheprovider",
+         "-m", _fast_expression(), *files],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+    ).stdout  # fmt: skip
+    workers: dict[str, set[str]] = {}
+    for worker, module in re.findall(r"^\[(gw\d)\] .*PASSED (tests/\w+\.py)::", ran, re.M):
+        workers.setdefault(module, set()).add(worker)
+    assert set(workers) == set(files), ran[-2000:]
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert workers["tests/test_result.py"] == workers["tests/test_attacks_intake.py"], workers
+    assert len(set().union(*workers.values())) == 2, "both workers ran tests"

@@ -5,6 +5,7 @@ code imports is declared, and every library whose internals we override is pinne
 
 import ast
 import re
+import subprocess
 import sys
 import sysconfig
 import tomllib
@@ -167,3 +168,11 @@ def test_every_override_of_a_library_is_pinned_and_tested():
     for library, test_file, test in found:
         assert canonicalize_name(library) in learner, f"{library} is overridden, not pinned"
         assert f"\ndef {test}(" in (ROOT / test_file).read_text(), f"{test_file}::{test}"
+
+
+def test_nbformat_imports_without_building_lark_parsers():
+    """With rfc3987 installed (pyproject.toml), jsonschema's IRI check leaves rfc3987-syntax
+    out: it would build its Lark parsers in every process that imports nbformat (1.2 s)."""
+    probe = "import sys, nbformat; print(sorted(m for m in sys.modules if 'rfc3987' in m))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['rfc3987']"

@@ -68,7 +68,7 @@ RECIPES = {
     "lab": "$(PY) -m attnlib.lab",
     "update": "$(PY) -m attnlib.lab update",
     "reset": "$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)",
-    "test": "$(PY) -m pytest",
+    "test": "$(PY) -m pytest -n 2",
     "test-fast": '$(PY) -m pytest -m "not (graded or grading or hub or browser or bundle or slow)"',
     "bench": "$(PY) -m bench",
     "hub": "$(PY) -m hub --root $(HUB_ROOT) start $(HUB_OPTIONS)",
