@@ -234,12 +234,11 @@ def _sandbox_uids():
     return range(settings.sandbox_uid, settings.sandbox_uid + settings.sandbox_slots)
 
 
-@contextlib.contextmanager
-def _idle_sandbox_uids():
-    """The sandbox uids no grading run holds (`make test` grades in two workers at once),
-    their slot locks held meanwhile so that no run starts on one: a process of one of these
+def _sandbox_leftovers() -> list[int]:
+    """Live processes of the sandbox uids no grading run holds (`make test` grades in two
+    workers at once), their slot locks held meanwhile so that no run starts on one: each
     outlived its notebook."""
-    from grader.run.sandbox import SLOT_LOCKS
+    from grader.run.sandbox import SLOT_LOCKS, processes_of
 
     with contextlib.ExitStack() as held:
         idle = []
@@ -250,7 +249,7 @@ def _idle_sandbox_uids():
             except OSError:
                 continue
             idle.append(uid)
-        yield idle
+        return [pid for uid in idle for pid in processes_of(uid)]
 
 
 def _sandbox_top_level():
@@ -315,10 +314,7 @@ def test_nothing_the_attacks_did_outlived_their_notebook(graded, listener):
     assert not (subs / "honest" / "escape.txt").exists()
     assert listener["connections"] == []
     if os.geteuid() == 0:
-        from grader.run.sandbox import processes_of
-
-        with _idle_sandbox_uids() as idle:
-            assert [pid for uid in idle for pid in processes_of(uid)] == []
+        assert _sandbox_leftovers() == []
     left = attacks.seen(out, "leftover_process")
     assert left["background"][0] == 0 and left["detached"][0] == 0, "the attempt really ran"
 
@@ -550,10 +546,7 @@ def _leftovers(mark: str) -> list[int]:
             except OSError:
                 continue
     if os.geteuid() == 0:
-        from grader.run.sandbox import processes_of
-
-        with _idle_sandbox_uids() as idle:
-            found += [pid for uid in idle for pid in processes_of(uid)]
+        found += _sandbox_leftovers()
     return found
 
 
