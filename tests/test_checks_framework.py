@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+from fixtures.validate import UNIX_SOCKET_KERNELS
 
 from attnlib.checks._cells import WIDTH
 from attnlib.checks._core import CheckFailed, as_array, call, expect_close, expect_shape
@@ -45,7 +46,10 @@ def _run_in_a_kernel(cells):
     from nbformat.v4 import new_code_cell, new_notebook
 
     nb = new_notebook(cells=[new_code_cell(c) for c in cells])
-    NotebookClient(nb, allow_errors=True, timeout=60, kernel_name="python3").execute()
+    client = NotebookClient(
+        nb, allow_errors=True, timeout=60, kernel_name="python3", config=UNIX_SOCKET_KERNELS
+    )
+    client.execute()
     return [c.outputs for c in nb.cells]
 
 

@@ -21,6 +21,7 @@ import argparse
 import base64
 import html
 import io
+import os
 import re
 import shutil
 import tempfile
@@ -31,6 +32,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 from nbgrader.utils import is_solution
+from traitlets.config import Config
 
 from grader.course import REPO_ROOT, assignments, release_path, source_path
 from grader.errors import UserError
@@ -90,6 +92,11 @@ def build(out: Path, only: Iterable[str] | None = None) -> list[Path]:
     return [p for html_path in pages for p in (html_path, html_path.with_suffix(".pdf"))]
 
 
+# Unix sockets where there are some: a TCP port found free can be taken by another process
+# starting a kernel (a shared server, a parallel test) before this kernel binds it.
+_KERNEL_SOCKETS = Config({"KernelManager": {"transport": "ipc" if os.name == "posix" else "tcp"}})
+
+
 def _execute(path: Path, allow_errors: bool) -> NotebookNode:
     """Run a notebook top to bottom in a fresh kernel, in a scratch copy of its folder."""
     from nbclient import NotebookClient
@@ -100,7 +107,7 @@ def _execute(path: Path, allow_errors: bool) -> NotebookNode:
         shutil.copytree(path.parent, work)
         client = NotebookClient(
             nb, timeout=load().validate_timeout, kernel_name="python3", allow_errors=allow_errors,
-            resources={"metadata": {"path": str(work)}},
+            resources={"metadata": {"path": str(work)}}, config=_KERNEL_SOCKETS,
         )  # fmt: skip
         client.execute()
     return nb
