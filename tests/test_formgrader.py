@@ -88,8 +88,12 @@ def test_hand_entered_points_reach_totals(formgrader, page):
     page.goto(f"{formgrader.url}/formgrader/gradebook/{NB}/{NB}")
     _show_names(page)
     page.locator("#main-table a", has_text="alice").first.click()
+    page.wait_for_url("**/formgrader/submissions/**", timeout=STEP)
     score = page.locator(f"input.score#{WRITTEN.grade_id}")
-    score.wait_for()
+    # The input is in the page before formgrader has fetched the grades and bound its "save
+    # on change" to it: points typed earlier are never sent. (Not `formgrader.loaded`: offline,
+    # the rest of its init stops where MathJax, from a CDN, is missing.)
+    page.wait_for_function("() => formgrader.grades && formgrader.grades.loaded", timeout=STEP)
     score.fill(f"{WRITTEN.max_points:g}")
     # formgrader saves on change; its "saved" tick shows for a second only, which a loaded
     # machine can miss: wait for the save request's answer instead.

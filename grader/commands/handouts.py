@@ -21,7 +21,6 @@ import argparse
 import base64
 import html
 import io
-import os
 import re
 import shutil
 import tempfile
@@ -92,11 +91,6 @@ def build(out: Path, only: Iterable[str] | None = None) -> list[Path]:
     return [p for html_path in pages for p in (html_path, html_path.with_suffix(".pdf"))]
 
 
-# Unix sockets where there are some: a TCP port found free can be taken by another process
-# starting a kernel (a shared server, a parallel test) before this kernel binds it.
-_KERNEL_SOCKETS = Config({"KernelManager": {"transport": "ipc" if os.name == "posix" else "tcp"}})
-
-
 def _execute(path: Path, allow_errors: bool) -> NotebookNode:
     """Run a notebook top to bottom in a fresh kernel, in a scratch copy of its folder."""
     from nbclient import NotebookClient
@@ -105,9 +99,12 @@ def _execute(path: Path, allow_errors: bool) -> NotebookNode:
     with tempfile.TemporaryDirectory(prefix="handout-") as scratch:
         work = Path(scratch) / path.parent.name
         shutil.copytree(path.parent, work)
+        # Unix sockets beside the connection file, an absolute path (the kernel runs in
+        # `work`): a TCP port found free can be taken by another kernel before this one binds.
+        sockets = {"transport": "ipc", "connection_file": f"{scratch}/kernel.json"}
         client = NotebookClient(
             nb, timeout=load().validate_timeout, kernel_name="python3", allow_errors=allow_errors,
-            resources={"metadata": {"path": str(work)}}, config=_KERNEL_SOCKETS,
+            resources={"metadata": {"path": str(work)}}, config=Config({"KernelManager": sockets}),
         )  # fmt: skip
         client.execute()
     return nb
