@@ -17,6 +17,7 @@ from types import ModuleType
 
 from grader import logs
 from grader.errors import UserError
+from grader.printable import printable
 
 COMMANDS = {
     "release": ("grader.commands.release", "regenerate notebooks/ from solutions/"),
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except UserError as err:
         log.debug("the user error's traceback", exc_info=True)
-        print(f"error: {err}", file=sys.stderr)
+        print(printable(f"error: {err}"), file=sys.stderr)  # it may quote a name
         return 2
 
 

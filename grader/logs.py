@@ -7,6 +7,8 @@ import logging
 import sys
 from typing import TextIO
 
+from grader.printable import printable_lines
+
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 FORMAT = "%(levelname)s: %(message)s"
 DEBUG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
@@ -39,6 +41,10 @@ class _Handler(logging.StreamHandler[TextIO]):
     def emit(self, record: logging.LogRecord) -> None:
         self.stream = sys.stderr
         super().emit(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        # a diagnostic may name a student or a file: never a control character raw
+        return printable_lines(super().format(record))
 
 
 def configure(level: str, debug: bool, package: str = "grader") -> None:

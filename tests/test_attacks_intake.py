@@ -7,7 +7,7 @@ import unicodedata
 import zlib
 
 from fixtures.adversarial import NB
-from fixtures.intake_attacks import COLLIDING, IGNORED
+from fixtures.intake_attacks import COLLIDING, CONTROL_IDS, IGNORED
 
 from grader import seeds
 from grader.results import annotated, report
@@ -84,6 +84,19 @@ def test_entries_that_are_no_student_are_listed_with_their_reason(graded):
             line = next((x for x in said.splitlines() if name in x), "")
             assert reason in line, (name, line)
         assert not any(r["student"] == name for r in rows), name
+
+
+def test_ids_with_control_characters_are_ignored_and_printed_escaped(graded):
+    """Through the real CLI run (issue 46): each id holding ESC, OSC or CR is listed as
+    ignored with why, escaped, in the run's output; none reaches the terminal raw or is a
+    row of grades.csv or totals.csv. The honest ``loose.txt`` line beside them is as ever."""
+    _, out, _, rows, _, stdout = graded
+    for shown in CONTROL_IDS.values():
+        assert f"{shown}: its name holds a control character" in stdout, shown
+    assert "ignored in " in stdout and "loose.txt: not a folder or a zip" in stdout
+    assert not {"\x1b", "\x07", "\r"} & set(stdout)
+    totals = (out / "totals.csv").read_bytes() + (out / "grades.csv").read_bytes()
+    assert not {r["student"] for r in rows} & set(CONTROL_IDS) and b"FAKE LINE" not in totals
 
 
 def test_ids_one_file_name_would_merge_get_a_page_each(graded):

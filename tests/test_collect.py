@@ -113,3 +113,93 @@ def test_a_bad_pattern_is_refused_before_anything_is_read(tmp_path, capsys, bad)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --GraderSettings.lms_pattern: ") and err.count("\n") == 1
+
+
+# ----------------------------------------------------------------------------- issue 46
+
+EARLY, LATE = (2026, 12, 1, 10, 0, 0), (2026, 12, 2, 9, 30, 0)
+
+
+def _collected(tmp_path, members: dict, **settings) -> dict:
+    """{student: {file: text}} as `grader collect` lays out ``members``, each call in a
+    folder of its own."""
+    run = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
+    run.mkdir()
+    subs, argv = _collect(run, members, **settings)
+    assert cli.main(argv) == 0
+    return {s.name: {f.name: f.read_text() for f in s.iterdir()} for s in subs.iterdir()}
+
+
+@pytest.mark.parametrize(
+    ("lms", "honest", "attack"),
+    [
+        (
+            "moodle",
+            {f"Ada Lovelace_55_assignsubmission_file_/{NB}.ipynb": ("ada's", EARLY),
+             f"Bo Li_57_assignsubmission_file_/{NB}.ipynb": ("bo's", EARLY),
+             f"Cy Young_56_assignsubmission_file_/{NB}.ipynb": ("cy's", EARLY)},
+            # in bo's own folder, a folder named as the LMS names ada's, with a newer file
+            f"Bo Li_57_assignsubmission_file_/Ada Lovelace_55_assignsubmission_file_/{NB}.ipynb",
+        ),
+        (
+            "canvas",
+            {f"lovelaceada_101_5001_{NB}.ipynb": ("ada's", EARLY),
+             f"libo_102_5002_{NB}.ipynb": ("bo's", EARLY),
+             f"youngcy_103_5003_{NB}.ipynb": ("cy's", EARLY)},
+            # a member in a sub-folder named with ada's Canvas prefix, newer
+            f"libo_102_5004_work/lovelaceada_101_5009_{NB}.ipynb",
+        ),
+    ],
+)  # fmt: skip
+def test_nothing_inside_a_submission_files_a_notebook_under_another_student(
+    tmp_path, capsys, lms, honest, attack
+):
+    """Only the LMS's top-level folder or file name says whose a file is (issue 46: bo's
+    folder holding one named as ada's made bo's notebook ada's latest). The class collected
+    with and without the look-alike is the same; the look-alike is listed, not collected."""
+    control = _collected(tmp_path, honest, lms=lms)
+    capsys.readouterr()
+    attacked = _collected(tmp_path, honest | {attack: ("bo's, as ada", LATE)}, lms=lms)
+    said = capsys.readouterr().out
+    assert control == {s: {f"{NB}.ipynb": f"{s}'s"} for s in ("ada", "bo", "cy")}
+    assert attacked == control
+    assert f"not collected: {attack}: its name does not follow the pattern" in said
+    assert "older, left out" not in said
+
+
+def test_a_pattern_of_ones_own_takes_no_id_from_below_the_top_level(tmp_path, capsys):
+    """``lms_pattern`` may match any depth, but the id it takes must be the top level's."""
+    pattern = r"(?:.*/)?(?P<id>\d+)-(?P<file>[^/]+)"
+    honest = {f"101-{NB}.ipynb": ("ada's", EARLY), f"102-{NB}.ipynb": ("bo's", EARLY)}
+    attack = f"102-work/101-{NB}.ipynb"
+    control = _collected(tmp_path, honest, lms_pattern=pattern)
+    attacked = _collected(tmp_path, honest | {attack: ("bo's, as ada", LATE)},
+                             lms_pattern=pattern)  # fmt: skip
+    assert attacked == control == {"ada": {f"{NB}.ipynb": "ada's"}, "bo": {f"{NB}.ipynb": "bo's"}}
+    said = capsys.readouterr().out
+    assert f"not collected: {attack}: it names its student below the zip's top level" in said
+
+
+CONTROLS = {  # what a name may hold to take over the terminal, and how it is shown
+    "\x1b]0;retitled\x07": "\\x1b]0;retitled\\x07",  # OSC: the window's title
+    "\x1b[2J": "\\x1b[2J",  # ESC: clear the screen
+    "\rzz FAKE": "\\rzz FAKE",  # CR: overwrite the line
+}
+
+
+def test_member_names_with_control_characters_are_listed_escaped_not_collected(tmp_path, capsys):
+    """Through the CLI's printing: each such member is refused with its reason, its name
+    escaped; the terminal never receives the raw characters. Ada's honest file is collected."""
+    members = {f"lovelaceada_101_5001_{NB}.ipynb": ("ada's", EARLY)}
+    members |= {f"libo_102_{i}_{NB}{c}.ipynb": ("bo's", EARLY) for i, c in enumerate(CONTROLS)}
+    members[f"stranger{next(iter(CONTROLS))}.txt"] = ("who?", EARLY)  # unmatched as well
+    laid = _collected(tmp_path, members)
+    said = capsys.readouterr().out
+    assert laid == {"ada": {f"{NB}.ipynb": "ada's"}}
+    for i, shown in enumerate(CONTROLS.values()):
+        assert (
+            f"not collected: libo_102_{i}_{NB}{shown}.ipynb: its name holds a control character"
+            in said
+        )
+    assert f"not collected: stranger{next(iter(CONTROLS.values()))}.txt: " in said
+    assert not {"\x1b", "\x07", "\r"} & set(said)

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from grader import course
+from grader import cli, course
 from grader.batch.job import Job, grade
 from grader.course import FORMER_NAMES, release_path
 from grader.intake.rebuild import release_notes
@@ -332,3 +332,54 @@ def test_a_file_is_read_no_further_than_the_notebook_bound(tmp_path):
     (subs / "big" / "Untitled.ipynb").write_bytes(b" " * (3 * MB))
     big = _collect(subs, tmp_path, notebook_mb=1)["big"]
     assert len(big.notebooks[CURRENT].data) == MB + 1
+
+
+# ----------------------------------------------------------------------------- issue 46
+
+CONTROLS = {  # names that take over a terminal, and how every line shows them
+    "t\x1b]0;retitled\x07": "t\\x1b]0;retitled\\x07",  # OSC: the window's title
+    "t\x1b[2J": "t\\x1b[2J",  # ESC: clear the screen
+    "t_cr\rzz FAKE LINE": "t_cr\\rzz FAKE LINE",  # CR: a fake row in a CSV
+    "t\u202egnp.exe": "t\\u202egnp.exe",  # a bidi override: reads backwards
+}
+
+
+def test_ids_with_control_characters_are_ignored_with_why_and_shown_escaped(tmp_path):
+    """Refused at intake, before any output names them; the honest ``zz`` is a student."""
+    subs = _class(tmp_path)
+    for name in CONTROLS:
+        (subs / name).mkdir()
+        (subs / name / NAME).write_bytes(NOTEBOOK)
+    found, ignored = student_entries(subs)
+    assert set(found) == {"zz"}
+    why = "its name holds a control character (shown escaped; rename it to grade it)"
+    assert sorted(ignored) == sorted(f"{shown}: {why}" for shown in CONTROLS.values())
+
+
+def test_file_names_with_control_characters_are_quoted_escaped(tmp_path):
+    """Notes and extra files quote names a student chose: they reach the CLI, the CSVs and
+    the report only escaped. The same folder without them gives the plain notes."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / f"{CURRENT} (1).ipynb").write_bytes(NOTEBOOK)
+    assert _collect_one(folder, tmp_path).notes[CURRENT] == [f"submitted as `{CURRENT} (1).ipynb`"]
+    (folder / f"{CURRENT} (1).ipynb").rename(folder / f"{CURRENT}\x1b[2J.ipynb")
+    (folder / "x\rzz.txt").write_text("not a notebook")
+    sub = _collect_one(folder, tmp_path)
+    assert sub.notebooks[CURRENT].data == NOTEBOOK
+    assert sub.notes[CURRENT] == [f"submitted as `{CURRENT}\\x1b[2J.ipynb`"]
+    assert sub.extra == ["x\\rzz.txt"]
+
+
+@pytest.mark.parametrize(("entry", "shown"), [("t\x1b]0;retitled\x07", "t\\x1b]0;retitled\\x07"),
+                                              ("loose.txt", "loose.txt")])  # fmt: skip
+def test_the_cli_names_such_an_entry_escaped(tmp_path, capsys, entry, shown):
+    """Through `grader autograde`'s printing (a folder with no student: its one error line
+    names the entry), beside a plain loose file, named as it is."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / entry).write_text("x")
+    assert cli.main(["autograde", str(subs), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"holds no student folder or zip (only {shown})" in err
+    assert err.count("\n") == 1 and "\x1b" not in err

@@ -5,6 +5,7 @@ alice's written answer waits for hand grading, bob wrote none.
 """
 
 import csv
+import re
 import subprocess
 import sys
 import time
@@ -242,6 +243,33 @@ def test_csv_file_round_trip(tmp_path):
         {"student": "'x", "points": "-2"},
     ]
     assert not list(tmp_path.glob(".*.tmp")), "the temporary file is renamed into place"
+
+
+def test_a_cell_holding_a_carriage_return_or_line_feed_stays_one_cell(tmp_path):
+    """Issue 46: an id holding a CR was written unquoted (Python before 3.12 quotes only the
+    line terminator's characters), and a spreadsheet read a fake row starting with another
+    id. Each such cell is quoted; the plain row beside them is written as before."""
+    from grader.results import csvfile
+
+    rows = [["t_cr\rzz FAKE LINE", 1], ["t_lf\nzz FAKE LINE", 2], ["t\r\nzz", 3], ["ada", 4]]
+    csvfile.write(tmp_path / "t.csv", ["student", "points"], rows)
+    assert (tmp_path / "t.csv").read_bytes() == (
+        b'student,points\n"t_cr\rzz FAKE LINE",1\n"t_lf\nzz FAKE LINE",2\n"t\r\nzz",3\nada,4\n'
+    )
+    assert [r["student"] for r in csvfile.read(tmp_path / "t.csv")] == [r[0] for r in rows]
+
+
+def test_every_csv_the_grader_and_the_hub_write_goes_through_csvfile():
+    """So the quoting above (and the formulas') holds for grades.csv, totals.csv, the
+    report's, the export's and the hub's CSVs alike."""
+    writer = re.compile(r"csv\.(writer|DictWriter)\b|\.writerows?\(")
+    elsewhere = [
+        str(path.relative_to(REPO_ROOT))
+        for package in ("grader", "hub")
+        for path in sorted((REPO_ROOT / package).rglob("*.py"))
+        if path.name != "csvfile.py" and writer.search(path.read_text())
+    ]
+    assert elsewhere == []
 
 
 # ----------------------------------------------------------------------------- the seed

@@ -47,6 +47,7 @@ from grader.batch import pool
 from grader.batch.progress import Progress
 from grader.errors import UserError
 from grader.intake import roster as class_roster
+from grader.printable import printable
 from grader.results import out as out_files
 from grader.run import sandbox
 
@@ -325,7 +326,8 @@ def _summary(out: Path, results: dict[Key, "Result"], graded: str, sandboxed: bo
         print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")
     print(f"wrote {out / 'grades.csv'}, totals.csv, feedback/, report/index.html")
     if flagged:
-        print(f"flagged for review: {', '.join(flagged)} (reasons in report/index.html)")
+        shown = printable(", ".join(flagged))  # student ids are names students chose
+        print(f"flagged for review: {shown} (reasons in report/index.html)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -381,5 +383,5 @@ def run(args: argparse.Namespace) -> int:
     )
     _summary(out, results, graded, settings.sandbox)
     for entry in ignored:  # every entry of SUBMISSIONS is graded or said here (and in the report)
-        print(f"ignored in {subs}: {entry}")
+        print(printable(f"ignored in {subs}: {entry}"))
     return 0

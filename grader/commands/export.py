@@ -29,6 +29,7 @@ from pathlib import Path
 from grader import course
 from grader.commands.totals import current, roster_only
 from grader.intake import roster as class_roster
+from grader.printable import printable
 from grader.results import csvfile
 from grader.results.annotated import GradeRow
 from grader.results.deadlines import LATE_ROW
@@ -131,11 +132,11 @@ def _report_roster(
     listing.write_text("".join(f"{s}\n" for s in missing))
     if missing:
         print(f"graded but not in the roster (ID columns blank; listed in {listing}): "
-              f"{', '.join(missing)}", file=sys.stderr)  # fmt: skip
+              f"{printable(', '.join(missing))}", file=sys.stderr)  # fmt: skip
     no_work = sorted(set(roster) - set(students))
     if no_work:
         given = "0 for every notebook" if absent == "zero" else "left blank: --absent blank"
-        print(f"in the roster with no graded work ({given}): {', '.join(no_work)}")
+        print(f"in the roster with no graded work ({given}): {printable(', '.join(no_work))}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         _report_roster(args.out, graded, roster, args.absent)
     if pending:
         print(
-            f"left blank, written answers still to grade: {'; '.join(pending)} "
+            f"left blank, written answers still to grade: {printable('; '.join(pending))} "
             f"(`make formgrader OUT={args.out}`, then export again)"
         )
     return 0

@@ -35,11 +35,14 @@ from grader.intake.submissions import (
     OverBudget,
     directory_bytes,
 )
+from grader.printable import holds_control
 from grader.settings import GraderSettings
 
+# Anchored on the zip's top level, where the LMS writes: a look-alike folder or file deeper
+# down is inside some student's own submission, and names no one.
 PATTERNS = {
-    "canvas": r"(?:.*/)?(?P<name>[^/_]+)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>[^/]+)",
-    "moodle": r"(?:.*/)?(?P<name>[^/_]+)_(?P<id>\d+)_assignsubmission_[a-z]+_/?(?P<file>[^/]+)",
+    "canvas": r"(?P<name>[^/_]+)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>[^/]+)",
+    "moodle": r"(?P<name>[^/_]+)_(?P<id>\d+)_assignsubmission_[a-z]+_/?(?P<file>[^/]+)",
 }
 RESUBMITTED = re.compile(r"-(\d+)(?=\.[^./]+$)")  # Canvas's "-1" of a file handed in again
 STAGING = ".collecting"  # in SUBMISSIONS; intake skips hidden names
@@ -132,6 +135,8 @@ def _member(
     why = _unsafe(info, name) or ("" if found else "its name does not follow the pattern")
     if why or found is None:
         return None, why
+    if _named_below_top(found):
+        return None, "it names its student below the zip's top level, inside a submission"
     student, why = index.student(found.groupdict())
     if student is None:
         return None, why
@@ -141,6 +146,15 @@ def _member(
     return Member(student, file, info), ""
 
 
+def _named_below_top(found: re.Match[str]) -> bool:
+    """Whether ``lms_pattern`` took the id or name from below the first folder: only the
+    LMS writes the top level, anything deeper is a student's own (issue 46)."""
+    top = found.string.find("/")
+    return top >= 0 and any(
+        found.start(group) > top for group in ("id", "name") if found.re.groupindex.get(group)
+    )
+
+
 def _unsafe(info: zipfile.ZipInfo, name: str) -> str:
     if (info.external_attr >> 16) & 0o170000 == 0o120000:
         return "a link"
@@ -148,6 +162,8 @@ def _unsafe(info: zipfile.ZipInfo, name: str) -> str:
         return "neither stored nor deflated"
     if name.startswith("/") or ".." in name.split("/"):
         return "an unsafe path"
+    if holds_control(name):  # it would become a student's file name (grader.printable)
+        return "its name holds a control character"
     return ""
 
 

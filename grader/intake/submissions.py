@@ -29,6 +29,7 @@ from pathlib import Path
 
 from grader.course import FORMER_NAMES
 from grader.errors import UserError
+from grader.printable import holds_control, printable
 from grader.results.messages import not_graded_because
 from grader.settings import GraderSettings
 
@@ -300,7 +301,23 @@ def collect_student(
     unpacker: Unpacker,
     max_bytes: int | None = None,
 ) -> Submission:
-    """What ``student`` handed in; of each file, at most ``max_bytes`` are read."""
+    """What ``student`` handed in; of each file, at most ``max_bytes`` are read. The notes
+    quote file names the student chose: they are kept printable (grader.printable)."""
+    sub = _found(student, root, assignments, answer_ids, unpacker, max_bytes)
+    sub.notes = {a: [printable(note) for note in notes] for a, notes in sub.notes.items()}
+    sub.extra = [printable(name) for name in sub.extra]
+    return sub
+
+
+def _found(
+    student: str,
+    root: Path,
+    assignments: list[str],
+    answer_ids: Mapping[str, set[str]],
+    unpacker: Unpacker,
+    max_bytes: int | None,
+) -> Submission:
+    """What ``student`` handed in, with the names as found."""
     sub = Submission(student)
     try:
         files = unpacker.files(root)
@@ -344,7 +361,7 @@ def student_entries(submissions: Path) -> tuple[dict[str, list[Path]], list[str]
     if not found:
         shown = [name for name in ignored if not name.startswith((".", "__"))]
         raise UserError(_no_students(submissions, shown))
-    return found, [f"{name}: {why}" for name, why in ignored.items()]
+    return found, [f"{printable(name)}: {why}" for name, why in ignored.items()]
 
 
 def _no_student(entry: Path) -> str:
@@ -353,6 +370,8 @@ def _no_student(entry: Path) -> str:
         return "a hidden name (it starts with a dot)"
     if entry.name.startswith("__"):
         return "a system name (it starts with __, as __MACOSX)"
+    if holds_control(entry.name):  # it would reach terminals and CSVs (grader.printable)
+        return "its name holds a control character (shown escaped; rename it to grade it)"
     if entry.is_symlink() and entry.is_dir():
         return "a link to a folder (never followed)"
     if entry.is_dir() or entry.is_file() and entry.suffix.lower() == ".zip":

@@ -6,9 +6,11 @@ A student id, a message or a flag can be text a student chose, e.g. a folder nam
 with a ``'`` in front (OWASP's advice), and so is one that already starts with ``'``: then
 :func:`original` gives back exactly the text that was written, and :func:`read` maps every
 student id to the same student as before. Numbers stay numbers ("-1.5" is not a formula).
+A cell holding a carriage return or a line feed is always quoted: it stays one cell.
 """
 
 import csv
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -50,11 +52,19 @@ def write(
     """Write ``columns`` then ``rows`` (dicts by column name, or sequences) to ``path``,
     replacing it at once (an interrupted write leaves the old file)."""
     with out_files.replaced(path) as tmp, open(tmp, "w", newline="", encoding=encoding) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow([safe(c) for c in columns])
+        fh.write(_line([safe(c) for c in columns]))
         for row in rows:
             cells = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else row
-            writer.writerow([safe(c) for c in cells])
+            fh.write(_line([safe(c) for c in cells]))
+
+
+def _line(cells: Sequence[object]) -> str:
+    """One row, ended by "\n". The csv module quotes a cell holding a character of its line
+    terminator, and (before Python 3.12) only those: written with "\r\n", a cell holding a
+    lone CR or LF is quoted too, so no id splits a row into a fake one (issue 46)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerow(cells)
+    return buffer.getvalue().removesuffix("\r\n") + "\n"
 
 
 def read(path: Path) -> list[dict[str, str]]:
