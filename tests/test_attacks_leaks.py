@@ -9,12 +9,13 @@ same student.
 """
 
 import csv
+import re
 
 import numpy as np
 import pytest
 from fixtures.leaks import FORMULA, NB, STASH_MARK
 
-from grader.course import assignments
+from grader.course import REPO_ROOT, assignments
 from grader.kernel import policy, recorders
 from grader.results import csvfile
 
@@ -161,3 +162,24 @@ def test_judge_refuses_a_call_recorded_without_its_arguments_after():
     call["after"] = wire.encode({"0": np.zeros(2)})
     body = wire.encode({"cell": "t", "calls": [call], "values": {"f": "callable"}})
     assert judge_visible("f(np.zeros(2))", {"np": np}, Record(body, "test cell `t`"))[0]
+
+
+# What attacks try to create in the checkout: each must not exist (else it got through).
+WRITTEN = {"{repo}/grades.csv", "{repo}/escape-native.txt"}
+
+
+def test_every_path_of_the_checkout_an_attack_targets_exists():
+    """An attack that reads a path the checkout no longer has cannot fail (issue 46:
+    ``adversarial.py`` read ``grader/hidden/lookup.py``, renamed long ago): every
+    ``{repo}/...`` path an attack fixture names exists on the host, but those it writes,
+    which do not, in a folder that does. A rename breaks this test, not an attack silently."""
+    named = {
+        target
+        for source in sorted((REPO_ROOT / "tests" / "fixtures").glob("*.py"))
+        for target in re.findall(r"\{repo\}/[^\"'\s,)\]]+", source.read_text())
+    }
+    host = {t: REPO_ROOT / t.removeprefix("{repo}/").replace("{nb}", NB).replace("{NB}", NB)
+            for t in named}  # fmt: skip
+    assert WRITTEN < named and "{repo}/grader/hidden/nb01_soft_lookup.py" in named
+    assert sorted(t for t in named - WRITTEN if not host[t].exists()) == []
+    assert all(not host[t].exists() and host[t].parent.is_dir() for t in WRITTEN)
