@@ -118,7 +118,10 @@ class Explorer:
         }
 
     def _repr_html_(self):
-        data = json.dumps(self.payload(), separators=(",", ":")).replace("</", "<\\/")
+        # No label can end the data's script or open a comment in it (`</script>`, `<!--`):
+        # <, > and & are JSON's \u escapes (non-ASCII already is, U+2028/2029 included).
+        escaped = {ord(c): f"\\u{ord(c):04x}" for c in "<>&"}
+        data = json.dumps(self.payload(), separators=(",", ":")).translate(escaped)
         asset = files("attnlib")
         return (
             f'<div class="attn-explorer"><style>{asset.joinpath("explorer.css").read_text()}'

@@ -43,7 +43,7 @@ def _repeat_sequence():
 
 
 def _page_data(page: str) -> dict:
-    return json.loads(DATA.search(page).group(1).replace("<\\/", "</"))
+    return json.loads(DATA.search(page).group(1))
 
 
 def unpack(text: dict, n_layers: int, n_heads: int) -> np.ndarray:
@@ -134,6 +134,23 @@ def test_weights_above_the_diagonal_are_refused():
     text = explorer.Text("bidirectional", ["BOS", "a", "b"], W, [[{}]])
     with pytest.raises(ValueError, match="causal"):
         text.payload()
+
+
+@pytest.mark.parametrize("label", ["plain", "</script><!--<script>", "a & b \u2028>"])
+def test_a_label_round_trips_whatever_it_holds(label):
+    """Issue 46: a label holding ``<!--<script>`` made the data's script swallow the
+    explorer's own, which never drew. Parsed as a browser parses HTML (html5lib, as bleach
+    vendors it: the standard library's parser knows no script escape states), the page
+    holds the data script and then the explorer's, and the data is the labels as given."""
+    from bleach._vendor import html5lib
+
+    W = np.tril(np.ones((2, 2), dtype=np.float32))[None, None]
+    text = explorer.Text("t", ["BOS", label], W, [[{"induction": None}]])
+    page = explorer.Explorer([text], "title")._repr_html_()
+    scripts = html5lib.parse(page, namespaceHTMLElements=False).findall(".//script")
+    assert [s.get("class") for s in scripts] == ["attn-data", None]
+    assert "class Explorer" in scripts[1].text, "the explorer's own script stands whole"
+    assert json.loads(scripts[0].text)["texts"][0]["labels"] == ["BOS", label]
 
 
 def _overlaps(boxes) -> bool:
