@@ -123,3 +123,44 @@ def test_formgrader_s_autograde_makes_its_exporter_before_it_converts(
     with pytest.raises(RuntimeError, match="Autograde is off"):
         app.start()
     assert converted == []
+
+
+@pytest.mark.parametrize("past_deadline", [True, False])
+def test_a_short_run_the_deadline_cuts_short_says_the_time_ran_out(monkeypatch, past_deadline):
+    """The cell loop with faked kernels and clock (issue 46): in a run without demo cells,
+    an answer cell that sleeps until the notebook's deadline stops the run; the test cell
+    left then says the notebook ran out of its time (notebook_timeout), where it was told
+    the kernel kept crashing. With time left (the control), it gets no status: the full run
+    that follows grades it."""
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    from grader.batch import job
+    from grader.run import execute
+
+    clock = [0.0]
+    monkeypatch.setattr(execute, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(execute.sandbox, "kill_leftovers", lambda uid: 0)
+    ex = _executor()
+    monkeypatch.setattr(ex, "_kernel", lambda plan: (SimpleNamespace(close=lambda: None), {}))
+    monkeypatch.setattr(ex, "setup_kernel", lambda **kw: nullcontext())
+
+    def execute_cell(cell, idx, store_history=True):  # the answer sleeps past its limit
+        clock[0] += 100.0 if past_deadline else SETTINGS.cell_timeout
+        cell.outputs = [nbformat.v4.new_output("error", ename=TIMEOUT_ENAME, evalue="")]
+
+    monkeypatch.setattr(ex, "execute_cell", execute_cell)
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(s) for s in ("sleep", "check", "demo")]
+    )
+    plan = SimpleNamespace(deadline=60.0, skip={2}, sandboxed=False, cwd="/", uid=None,
+                           state_cells=set(), trusted_timeout=60)  # fmt: skip
+    status = ex._run(nb, plan)
+    assert status[0]["status"] == "timeout"
+    if not past_deadline:
+        assert 1 not in status
+        return
+    assert status[1] == {"status": "deadline"}
+    message = job._test_status_message("check", status[1], SETTINGS)
+    assert message.startswith("Not graded: the notebook ran out of its time budget (60 s, ")
+    assert "notebook_timeout" in message

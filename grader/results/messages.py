@@ -15,7 +15,10 @@ NO_RESULT_YET = "Not graded yet: no result for this notebook in OUT (grade it wi
 
 
 def past_notebook_limit(seconds: float) -> str:
-    return f"Not graded: the notebook ran past its {seconds} s time limit."
+    return (
+        f"Not graded: the notebook ran out of its time budget ({seconds} s, notebook_timeout) "
+        "before this could run."
+    )
 
 
 def kernel_kept_crashing(name: str) -> str:

@@ -302,8 +302,6 @@ class SandboxedExecute(Execute):  # type: ignore[misc]  # nbgrader has no types:
         while pending and not _lost(plan, status):
             self._current = None
             if monotonic() >= deadline:  # no kernel starts once the notebook's time is up
-                status.update((i, {"status": "deadline"}) for i in pending)
-                pending.clear()
                 break
             self.startup_timeout = max(1, min(STARTUP_SECONDS, int(deadline - monotonic())))
             stream, env = self._kernel(plan)
@@ -328,6 +326,11 @@ class SandboxedExecute(Execute):  # type: ignore[misc]  # nbgrader has no types:
                 self.kc = None
                 stream.close()
                 self.leftovers += sandbox.kill_leftovers(plan.uid)
+        if monotonic() >= deadline:
+            # Whatever stopped the loop (a short run lost to a cell the deadline cut short
+            # too), the cells left did not run because the notebook's time was spent: they
+            # say so, not that the kernel kept crashing (issue 46).
+            status.update((i, {"status": "deadline"}) for i in pending)
         for idx in self.flooded:
             status.setdefault(idx, {"status": "not-run"})["flooded"] = True
         return status
@@ -379,10 +382,7 @@ class SandboxedExecute(Execute):  # type: ignore[misc]  # nbgrader has no types:
         """Run ``pending`` in order (popping each as it ends) until the deadline or a loss."""
         while pending and not _lost(plan, status):
             idx = self._current = pending[0]
-            if monotonic() >= deadline:
-                for rest in pending:
-                    status[rest] = {"status": "deadline"}
-                pending.clear()
+            if monotonic() >= deadline:  # the cells left: marked by the cell loop
                 return
             start = monotonic()
             self.execute_cell(nb.cells[idx], idx)
