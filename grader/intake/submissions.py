@@ -301,30 +301,14 @@ def collect_student(
     unpacker: Unpacker,
     max_bytes: int | None = None,
 ) -> Submission:
-    """What ``student`` handed in; of each file, at most ``max_bytes`` are read. The notes
-    quote file names the student chose: they are kept printable (grader.printable)."""
-    sub = _found(student, root, assignments, answer_ids, unpacker, max_bytes)
-    sub.notes = {a: [printable(note) for note in notes] for a, notes in sub.notes.items()}
-    sub.extra = [printable(name) for name in sub.extra]
-    return sub
-
-
-def _found(
-    student: str,
-    root: Path,
-    assignments: list[str],
-    answer_ids: Mapping[str, set[str]],
-    unpacker: Unpacker,
-    max_bytes: int | None,
-) -> Submission:
-    """What ``student`` handed in, with the names as found."""
+    """What ``student`` handed in; of each file, at most ``max_bytes`` are read."""
     sub = Submission(student)
     try:
         files = unpacker.files(root)
     except OverBudget as over:
         sub.refused = str(over)
         sub.notes = {a: list(unpacker.notes) for a in assignments}
-        return sub
+        return _printable(sub)
     for a, found in _candidates(files, assignments, answer_ids, sub.extra, max_bytes).items():
         if not found:
             continue
@@ -338,6 +322,14 @@ def _found(
             sub.notes[a].append("taken from a zip file")
     for a in assignments:
         sub.notes.setdefault(a, []).extend(unpacker.notes)
+    return _printable(sub)
+
+
+def _printable(sub: Submission) -> Submission:
+    """``sub`` with the file names its notes quote escaped (grader.printable): the names are
+    the student's, and the notes reach the CSVs, the feedback and the report."""
+    sub.notes = {a: [printable(note) for note in notes] for a, notes in sub.notes.items()}
+    sub.extra = [printable(name) for name in sub.extra]
     return sub
 
 
