@@ -1,0 +1,1 @@
+"""Experiments kept in the repository: each script reruns one logged recipe."""
