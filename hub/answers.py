@@ -4,7 +4,8 @@ The instructors' copy of the course (``ROOT/instructor/course``) is their group'
 (``hub.instructor``). The checkout the hub starts from holds the answers too: ``solutions/``,
 ``grader/hidden/`` and its git history (``.git`` has every version of both), and whatever
 the host's commands wrote in it: a grading run's OUT (other students' answered notebooks,
-the seed of their hidden inputs), ``handouts/`` (the executed solutions), the bundle, the
+the seed of their hidden inputs), ``submitted/`` and the LMS's roster and download (every
+student's work, their names and ids), ``handouts/`` (the executed solutions), the bundle, the
 host's own Lab copy and its backups (``work/``). An attendee is "other" to all of them (the
 hub's groups are its own), so ``start`` takes every access away from others (``chmod
 o-rwx``; the owner and the group keep theirs), refuses to start while one stays readable,
@@ -19,8 +20,11 @@ from hub.environment import SetupError
 
 ANSWERS = ("solutions", "grader/hidden", ".git")
 # What the Makefile's commands write in the checkout (.gitignore lists them): `make grade`'s
-# default OUT, `make handouts`, `make bundle`, `make lab`'s copy with its backups, builds.
-OUTPUTS = ("out", "artifacts", "handouts", "dist", "work", "build")
+# default OUT, `make collect`'s default SUBMISSIONS (every student's work), `make handouts`,
+# `make bundle`, `make lab`'s copy with its backups, builds; and the class's files the README
+# keeps there: the LMS's roster (names, SIS ids, e-mails) and its bulk download.
+OUTPUTS = ("out", "submitted", "artifacts", "handouts", "dist", "work", "build", "roster.csv",
+           "download.zip")  # fmt: skip
 # A grading run's OUT under any other name (`make grade OUT=...`), in the checkout's top level.
 OUT_MARKS = ("gradebook.db", "work/seed.json", "nbgrader")
 OTHERS = 0o007

@@ -26,6 +26,8 @@ def _start_options(parser: argparse.ArgumentParser) -> None:
         text = f"{trait.help.rstrip('.')} (default: {value})"
         if name == "instructors":
             parser.add_argument(option, nargs="+", metavar="NAME", help=text)
+        elif isinstance(value, bool):  # --self-signed, --no-self-signed
+            parser.add_argument(option, action=argparse.BooleanOptionalAction, help=text)
         else:
             parser.add_argument(option, type=type(value), help=text)
     parser.add_argument("--student-password", help="the room's password (default: made once)")

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from grader.release import release
-from hub import answers, environment, exchange, instructor, settings
+from hub import answers, environment, exchange, instructor, settings, tls
 from hub.settings import REPO_ROOT, Settings
 
 CONFIG_FILE = Path(__file__).with_name("jupyterhub_config.py")
@@ -117,13 +117,34 @@ def require_own_pid_namespaces() -> None:
         )
 
 
-def banner(s: Settings, passwords: dict[str, str]) -> str:
+PLAIN_HTTP = [
+    "  !!! PLAIN HTTP, NO TLS: every password, notebook and grade crosses the room's network in",
+    "  !!! clear, readable by anyone on it. Start with --ssl-cert/--ssl-key or --self-signed.",
+]
+
+
+def _transport(s: Settings, pair: tuple[Path, Path] | None) -> list[str]:
+    """What the banner says of encryption: the certificate's fingerprint, or a loud warning."""
+    if not pair:
+        return PLAIN_HTTP
+    check = ["    self-signed: browsers warn; attendees compare it with the one they show"]
+    return [
+        f"  TLS: browser to hub encrypted; certificate {pair[0]}, SHA-256 fingerprint",
+        f"    {tls.fingerprint(pair[0])}",
+        *(check if s.self_signed else []),
+    ]
+
+
+def banner(s: Settings, passwords: dict[str, str], pair: tuple[Path, Path] | None) -> str:
     where = "this machine's address" if s.ip in ("0.0.0.0", "") else s.ip
     return "\n".join([
-        f"Workshop server for {s.course_id}: http://{where}:{s.port}/",
-        f"  attendees: any user name, password {passwords['students']}",
-        f"  instructors ({', '.join(s.instructors)}): password {passwords['instructors']}",
-        f"  passwords are kept in {s.passwords_file} (root only)",
+        f"Workshop server for {s.course_id}: {'https' if pair else 'http'}://{where}:{s.port}/",
+        *_transport(s, pair),
+        "  everyone picks their own password at their first sign-in, with a code in the",
+        "  second field of the login form; later sign-ins need their own password only",
+        f"  attendees: any new user name, code (the room's password) {passwords['students']}",
+        f"  instructors ({', '.join(s.instructors)}): code {passwords['instructors']}",
+        f"  codes are kept in {s.passwords_file} (root only)",
         "  Ctrl-C stops the hub and every server; `make hub-end` backs up and wipes.",
     ])  # fmt: skip
 
@@ -142,9 +163,11 @@ def start(s: Settings, students: str | None, instructors: str | None) -> None:
             f"JupyterHub's proxy is missing ({settings.proxy_command()}): run `make hub-setup`"
         )
     require_own_pid_namespaces()
+    s.save()  # ROOT/hub root's alone (0700) before a secret goes in it
+    passwords = settings.passwords(s, students, instructors)  # refused before the long part
+    pair = tls.prepare(s)
     lay_out(s)
-    passwords = settings.passwords(s, students, instructors)
-    print(banner(s, passwords), flush=True)
+    print(banner(s, passwords, pair), flush=True)
     env = dict(os.environ, **{settings.ROOT_VARIABLE: str(s.root)})
     private_database(s.state / "jupyterhub.sqlite")
     os.chdir(s.state)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from traitlets import Float, Integer, List, TraitError, TraitType, Unicode, default, validate
+from traitlets import Bool, Float, Integer, List, TraitError, TraitType, Unicode, default, validate
 from traitlets.config import Configurable
 
 from grader.course import REPO_ROOT as REPO_ROOT  # hub/ and grader/ sit in one checkout
@@ -84,6 +84,15 @@ class Settings(Configurable):
         config=True
     )
     course_id = Unicode(help="The course's id (its nbgrader_config.py).").tag(config=True)
+    ssl_cert = Unicode(
+        "", help="TLS certificate (PEM, a chain may follow) for the public address, with --ssl-key"
+    ).tag(config=True)
+    ssl_key = Unicode("", help="TLS private key (PEM) of --ssl-cert").tag(config=True)
+    self_signed = Bool(
+        False,
+        help="TLS with a certificate the hub makes (kept in ROOT/hub) for a room without "
+        "a domain; attendees check its fingerprint",
+    ).tag(config=True)
 
     def __init__(self, **values: Any) -> None:
         """Every value checked as it is set: a bad one is a UserError naming it."""
@@ -105,6 +114,12 @@ class Settings(Configurable):
             except ValueError:
                 raise TraitError(f"ip: {value!r} is no IP address") from None
         return value
+
+    @validate("ssl_cert", "ssl_key")
+    def _absolute(self, proposal: Any) -> str:
+        """JupyterHub runs in ROOT/hub: a path given relative to the caller's folder is made
+        absolute."""
+        return str(Path(proposal.value).resolve()) if proposal.value else ""
 
     @validate("cpus")
     def _cpus(self, proposal: Any) -> float:
@@ -191,8 +206,12 @@ class Settings(Configurable):
         return self.state / "groups.json"
 
     @property
-    def passwords_file(self) -> Path:
+    def passwords_file(self) -> Path:  # the room's and the instructors' passwords
         return self.state / "passwords.json"
+
+    @property
+    def own_passwords(self) -> Path:  # each account's own password (bcrypt hashes; dbm)
+        return self.state / "own-passwords.dbm"
 
     def save(self) -> Path:
         """These settings (no secret in them) in ROOT; ROOT/hub made root's alone (0700): it
@@ -232,9 +251,13 @@ def load(root: Path | None = None) -> Settings:
 def passwords(
     settings: Settings, students: str | None = None, instructors: str | None = None
 ) -> dict[str, str]:
-    """{"students": ..., "instructors": ...}: given ones replace the saved ones; missing ones
-    are made (a short one to write on the board, a long one for instructors; JupyterHub's
-    shared-password login asks at least 8 and 32 characters) and saved (0600)."""
+    """{"students": ..., "instructors": ...}, the codes that make an account (each account then
+    has its own password, ``hub.spawner``): given ones replace the saved ones; missing ones
+    are made (a short one to write on the board, a long one for instructors) and saved (0600)."""
+    for given, option, least in ((students, "--student-password", 8),
+                                 (instructors, "--instructor-password", 32)):  # fmt: skip
+        if given is not None and len(given) < least:
+            raise UserError(f"{option}: at least {least} characters")
     path = settings.passwords_file
     try:
         saved = json.loads(path.read_text())

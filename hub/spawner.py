@@ -1,10 +1,14 @@
 """JupyterHub's authenticator and spawner for the workshop server.
 
-:class:`WorkshopAuthenticator`: JupyterHub's shared-password login (one password for the
-room, a long one for the instructors, who are the hub's admins) that makes the unix account
-on first login (JupyterHub's ``LocalAuthenticator``), in the course's group, with a private
-home under ``ROOT/home``. A name that is already an account on the host and not one the hub
-made (``root``, the host's own users) is refused.
+:class:`WorkshopAuthenticator`: each account has a password of its own, set at its first
+sign-in (jupyterhub-firstuseauthenticator, The Littlest JupyterHub's login; bcrypt hashes in
+``ROOT/hub``), so no shared secret opens an account someone already has. Making an account
+takes a code in the login form's second field: the room's password for an attendee, the
+instructors' (long) one for an instructor (the hub's admins) or to take back an account whose
+own password is gone (deleted in the admin panel: the reset). The first sign-in makes the unix
+account (JupyterHub's ``LocalAuthenticator``), in the course's group, with a private home
+under ``ROOT/home``. A name that is already an account on the host and not one the hub made
+(``root``, the host's own users) is refused.
 
 :class:`CourseSpawner`: JupyterHub's local-process spawner running each server from the course
 environment as its user, with the role's launch profile (``attnlib.lab``): attendees get the
@@ -17,17 +21,20 @@ instructors' (whose servers run without one).
 """
 
 import asyncio
+import dbm
 import grp
+import hmac
 import os
 import pwd
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from firstuseauthenticator import FirstUseAuthenticator
 from jupyterhub.auth import LocalAuthenticator
-from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Unicode
 
 from hub import instructor as hub_instructor
 from hub import limits, settings
@@ -73,9 +80,74 @@ class Account(Protocol):
     name: str
 
 
+BCRYPT_BYTES = 72  # bcrypt reads no further (and bcrypt 5 refuses a longer password)
+
+
 # misc: jupyterhub is untyped, its classes are Any to mypy (CourseSpawner's likewise)
-class WorkshopAuthenticator(LocalAuthenticator, SharedPasswordAuthenticator):  # type: ignore[misc]
-    """Shared passwords; the unix account made on first login."""
+class WorkshopAuthenticator(LocalAuthenticator, FirstUseAuthenticator):  # type: ignore[misc]
+    """Each account's own password, set at its first sign-in with the room's (or the
+    instructors') password as the code; the unix account made on first login."""
+
+    room_password = Unicode(help="The code that makes an attendee's account.").tag(config=True)
+    instructor_password = Unicode(
+        help="The code that makes an instructor's account, or takes back a reset one."
+    ).tag(config=True)
+
+    def _has_own_password(self, username: str) -> bool:
+        with dbm.open(self.dbm_path, "c", 0o600) as db:
+            return username.encode() in db
+
+    def _code(self, username: str) -> str:
+        """The code that makes ``username``'s account: an existing unix account without its own
+        password (reset in the admin panel) is taken back with the instructors' code only."""
+        try:
+            pwd.getpwnam(username)
+            existing = True
+        except KeyError:
+            existing = False
+        instructor = username in self.admin_users or existing
+        return str(self.instructor_password if instructor else self.room_password)
+
+    def _unfit(self, password: str) -> str:
+        """Why ``password`` cannot be an account's own ("" if it can)."""
+        if len(password.encode()) > BCRYPT_BYTES:
+            return f"Passwords are at most {BCRYPT_BYTES} bytes."
+        shared = (str(self.room_password), str(self.instructor_password))
+        if any(hmac.compare_digest(password.encode(), s.encode()) for s in shared):
+            return "Choose a password of your own, not the room's: anyone in the room knows that."
+        return ""
+
+    def _refusal(self, username: str, data: dict[str, Any]) -> str:
+        """Why this sign-in may not go on ("" if it may); the account's own password, once set,
+        is checked by FirstUseAuthenticator."""
+        password = str(data.get("password", ""))
+        if self._has_own_password(username):
+            too_long = len(password.encode()) > BCRYPT_BYTES  # never its password: refused
+            return f"Passwords are at most {BCRYPT_BYTES} bytes." if too_long else ""
+        code = str(data.get("otp", "")).encode()
+        if not hmac.compare_digest(code, self._code(username).encode()):
+            return (
+                "A new account needs the room's password in the second field (an "
+                "instructor's: the instructors' password)."
+            )
+        return self._unfit(password)
+
+    def reset_password(self, username: str, new_password: str) -> str:
+        """The change-password page (/hub/auth/change-password) holds to the same rules."""
+        said: str = self._unfit(new_password) or super().reset_password(username, new_password)
+        return said
+
+    async def authenticate(self, handler: Any, data: dict[str, Any]) -> str | None:
+        username = self.normalize_username(str(data.get("username", "")))
+        if not self.check_blocked_users(username):  # before a password is stored for it
+            return None
+        refused = self._refusal(username, data)
+        if refused:
+            handler.custom_login_error = refused
+            self.log.warning("refused %r: %s", username, refused)
+            return None
+        name: str | None = await super().authenticate(handler, data)
+        return name
 
     def check_blocked_users(
         self, username: str, authentication: dict[str, object] | None = None

@@ -2,8 +2,11 @@
 real proxy, nbgrader's real exchange.
 
 As root, the module starts the hub (its command read from the Makefile) in a fresh ROOT
-with its own unix groups and free ports. Two attendees and the instructor sign in through
-the hub's login page (a form post with its XSRF token, as a browser does); the instructor
+with its own unix groups and free ports, over HTTPS with a test certificate (``--ssl-cert``,
+``--ssl-key``; every request verifies it). Two attendees and the instructor sign in through
+the hub's login page (a form post with its XSRF token, as a browser does), each setting a
+password of their own with the room's (or the instructors') password as the code; a second
+browser that knows every shared password cannot enter their accounts; the instructor
 releases notebook 01; one attendee fetches it from the Assignments tab in Chromium, the
 other through the same REST call the tab makes; they type their answers (one right, one
 with a catalogued mistake) through Jupyter's contents API and submit; the instructor
@@ -14,8 +17,10 @@ command (backup, then every account, home and group removed). The teardown stops
 is left, even after a failure. Without root (it makes unix users) the module is skipped.
 """
 
+import base64
 import csv
 import grp
+import hashlib
 import html
 import io
 import json
@@ -27,17 +32,21 @@ import shutil
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
 import zipfile
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
+import certifi
 import nbformat
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from fixtures import attacks
 from fixtures.adversarial import honest
 from fixtures.batches import Batch, uses
@@ -50,7 +59,7 @@ from attnlib.lab import INSTRUCTOR_PLUGINS
 from grader.course import REPO_ROOT, exercises
 from grader.hidden import catalogue
 from grader.results import gradebook
-from hub import graderun, limits, spawner
+from hub import graderun, limits, spawner, tls
 from hub import settings as hub_settings
 
 pytestmark = pytest.mark.skipif(
@@ -65,6 +74,7 @@ TAG = secrets.token_hex(3)
 RIGHT, WRONG, INSTRUCTOR = f"ta{TAG}", f"tb{TAG}", f"ti{TAG}"
 GROUP, INSTRUCTORS = f"attn-t{TAG}", f"attn-ti{TAG}"
 ROOM_PASSWORD, INSTRUCTOR_PASSWORD = secrets.token_urlsafe(9), secrets.token_urlsafe(32)
+OWN = {name: secrets.token_urlsafe(12) for name in (RIGHT, WRONG, INSTRUCTOR)}  # set at sign-in
 MEMORY_FILES = ("memory.max", "memory.limit_in_bytes")  # cgroup v2, v1
 START_WITHIN = 420  # s: the first start builds the course environment
 
@@ -104,16 +114,17 @@ def _answers(nb) -> dict[str, str]:
 class Hub:
     """The server under test: its process, settings and sign-in sessions."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cert: Path, key: Path):
         self.root = root
         self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"https://127.0.0.1:{self.port}"
         options = " ".join([
             "--ip 127.0.0.1", f"--port {self.port}", f"--hub-port {_free_port()}",
             f"--proxy-api-port {_free_port()}", f"--instructors {INSTRUCTOR}",
             f"--group {GROUP}", f"--instructor-group {INSTRUCTORS}",
             # `=`: a random password may start with "-", which argparse takes for an option
             f"--student-password={ROOM_PASSWORD}", f"--instructor-password={INSTRUCTOR_PASSWORD}",
+            f"--ssl-cert {cert}", f"--ssl-key {key}",
         ])  # fmt: skip
         self.end_cmd = _recipe("hub-end", root, "") + ["--yes"]
         self.log = (root.parent / "hub.log").open("w")
@@ -140,13 +151,21 @@ class Hub:
         self.log.flush()
         return Path(self.log.name).read_text()[-tail if tail else 0 :]
 
-    def sign_in(self, name: str, password: str):
-        """The login form, then the user's Lab once their server runs (as a browser)."""
+    def attempt(self, name: str, password: str, code: str = ""):
+        """A fresh browser session that sends the login form: ``code`` in its second field
+        (the room's password, which a new account needs)."""
         s = requests.Session()
         form = s.get(f"{self.url}/hub/login", timeout=10).text
         xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form).group(1)
-        s.post(f"{self.url}/hub/login", timeout=60,
-               data={"username": name, "password": password, "_xsrf": xsrf})  # fmt: skip
+        data = {"username": name, "password": password, "otp": code, "_xsrf": xsrf}
+        s.post(f"{self.url}/hub/login", timeout=60, data=data)
+        return s
+
+    def sign_in(self, name: str):
+        """``name``'s own password (set now if new), then their Lab once their server runs."""
+        s = self.attempt(
+            name, OWN[name], INSTRUCTOR_PASSWORD if name == INSTRUCTOR else ROOM_PASSWORD
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             lab = s.get(f"{self.url}/user/{name}/lab", timeout=30)
@@ -232,22 +251,26 @@ def _remove_leftovers() -> None:
 
 
 # What host commands wrote in the checkout before `make hub`, as they wrote it (0755/0644): an
-# OUT under another name than out/ (another student's answered notebook, the seed) and
-# handouts/ (the executed solutions), planted where none is.
+# OUT under another name than out/ (another student's answered notebook, the seed),
+# handouts/ (the executed solutions), an older `make collect`'s submitted/ and the LMS's
+# roster the README keeps there, planted where none is.
 OUT_PLANTED = REPO_ROOT / f"out-hub-test-{TAG}"
 PLANTED = {
     OUT_PLANTED / "nbgrader" / "autograded" / "ada" / NB / f"{NB}.ipynb": "{}",
     OUT_PLANTED / "work" / "seed.json": '{"seed": 1}',
     OUT_PLANTED / "gradebook.db": "",
     REPO_ROOT / "handouts" / "solution" / f"{NB}.html": "<html></html>",
+    REPO_ROOT / "submitted" / "ada" / f"{NB}.ipynb": "{}",
+    REPO_ROOT / "roster.csv": "student,name,id\nada,Ada Lovelace,101\n",
 }
+SHARED_TOPS = ("handouts", "submitted", "roster.csv")  # planted only where there is none
 
 
 def _plant_outputs() -> list[Path]:
-    """The planted files' top folders (to remove after); handouts/ only if there was none."""
-    tops = [OUT_PLANTED] + ([] if (REPO_ROOT / "handouts").exists() else [REPO_ROOT / "handouts"])
+    """The planted files' top paths (to remove after)."""
+    tops = [OUT_PLANTED] + [REPO_ROOT / n for n in SHARED_TOPS if not (REPO_ROOT / n).exists()]
     for path, text in PLANTED.items():
-        if any(top in path.parents for top in tops):
+        if any(top == path or top in path.parents for top in tops):
             path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             path.write_text(text)
             os.chmod(path, 0o644)
@@ -257,6 +280,31 @@ def _plant_outputs() -> list[Path]:
     return tops
 
 
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextmanager
+def _trusted(cert: Path):
+    """Requests (REQUESTS_CA_BUNDLE) and Chromium (its key's hash: an attendee who checked the
+    fingerprint) trust the test certificate, and only while the module runs."""
+    import test_browser
+
+    key = x509.load_pem_x509_certificate(cert.read_bytes()).public_key()
+    spki = key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    pin = base64.b64encode(hashlib.sha256(spki).digest()).decode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+        args = [*test_browser.CHROMIUM_ARGS, f"--ignore-certificate-errors-spki-list={pin}"]
+        patch.setattr(test_browser, "CHROMIUM_ARGS", args)
+        yield
+
+
 @pytest.fixture(scope="module")
 def hub():
     if not shutil.which("useradd") or not hub_settings.proxy_command().is_file():
@@ -264,16 +312,19 @@ def hub():
     top = Path(tempfile.mkdtemp(prefix="attn-hub-test-"))
     os.chmod(top, 0o755)  # attendees must reach the course environment in it
     planted = _plant_outputs()
-    server = Hub(top / "root")
+    cert, key = top / "test-cert.pem", top / "test-key.pem"
+    tls.make_self_signed(cert, key, "127.0.0.1")
+    server = Hub(top / "root", cert, key)
     try:
-        server.wait_ready()
-        yield server
+        with _trusted(cert):
+            server.wait_ready()
+            yield server
     finally:
         server.stop()
         _remove_leftovers()
         shutil.rmtree(top, ignore_errors=True)
-        for folder in planted:
-            shutil.rmtree(folder, ignore_errors=True)
+        for path in planted:
+            _remove(path)
     assert all(_no_account(n) for n in (RIGHT, WRONG, INSTRUCTOR)), "accounts left behind"
 
 
@@ -286,16 +337,17 @@ def _no_account(name: str) -> bool:
 
 
 def test_attendees_sign_in_and_get_their_role(hub):
-    """Any new name with the room's password gets an account (made on first login) and a
-    Lab with the Assignments tab and Validate; the instructor's has formgrader too. A wrong
-    password, and a host account the hub did not make, are refused."""
+    """Any new name with the room's password as the code gets an account (made on first
+    login) with the password typed as its own, and a Lab with the Assignments tab and
+    Validate; the instructor's has formgrader too. A wrong code, and a host account the hub
+    did not make, are refused."""
     for name in (RIGHT, WRONG):
-        hub.sign_in(name, ROOM_PASSWORD)
+        hub.sign_in(name)
         account = pwd.getpwnam(name)
         assert account.pw_dir == str(hub.settings.homes / name)
         assert os.stat(account.pw_dir).st_mode & 0o777 == 0o700, "homes must be private"
         assert name in grp.getgrnam(GROUP).gr_mem
-    hub.sign_in(INSTRUCTOR, INSTRUCTOR_PASSWORD)
+    hub.sign_in(INSTRUCTOR)
     assert INSTRUCTOR in grp.getgrnam(INSTRUCTORS).gr_mem
     assert hub.call(INSTRUCTOR, "GET", "formgrader/api/assignments").ok
     with pytest.raises(requests.HTTPError, match="404"):
@@ -304,14 +356,52 @@ def test_attendees_sign_in_and_get_their_role(hub):
         html = hub.call(name, "GET", "lab").text
         found = re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', html, re.S)
         assert set(json.loads(found.group(1))["disabledExtensions"]) == plugins, name
-    for name, password in (("intruder", "not-the-password"), ("root", ROOM_PASSWORD)):
-        s = requests.Session()
-        form = s.get(f"{hub.url}/hub/login", timeout=10).text
-        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form).group(1)
-        r = s.post(f"{hub.url}/hub/login", timeout=30,
-                   data={"username": name, "password": password, "_xsrf": xsrf})  # fmt: skip
-        assert r.status_code == 403 or "/hub/login" in r.url, f"{name} signed in"
+    for name, code in (("intruder", "not-the-password"), ("root", INSTRUCTOR_PASSWORD)):
+        s = hub.attempt(name, secrets.token_urlsafe(12), code)
+        assert not _enters(hub, s, name), f"{name} signed in"
     assert _no_account("intruder")
+
+
+def _enters(hub, session, name: str) -> bool:
+    """Whether ``session`` reaches ``name``'s server (their files, through Jupyter's API)."""
+    r = session.get(f"{hub.url}/user/{name}/api/contents", timeout=30)
+    return r.ok and r.url == f"{hub.url}/user/{name}/api/contents" and "content" in r.json()
+
+
+def test_no_shared_password_opens_an_account_someone_has(hub):
+    """Issue 46: a second browser that knows every shared secret (the room's password, the
+    instructors') types it as the password, the code or both for an attendee's and an
+    instructor's existing account, and gets in neither; the attendee's own password, in a
+    third browser, still does (the honest control)."""
+    for name in (RIGHT, INSTRUCTOR):
+        if name not in hub.sessions:  # this test alone
+            hub.sign_in(name)
+    shared = (ROOM_PASSWORD, INSTRUCTOR_PASSWORD)
+    for name in (RIGHT, INSTRUCTOR):
+        for password, code in [(p, c) for p in shared for c in (p, "")]:
+            assert not _enters(hub, hub.attempt(name, password, code), name), (name, password, code)
+    assert _enters(hub, hub.attempt(RIGHT, OWN[RIGHT]), RIGHT), "the owner's own password"
+    assert _enters(hub, hub.attempt(INSTRUCTOR, OWN[INSTRUCTOR]), INSTRUCTOR)
+
+
+def test_the_hub_is_reached_over_https_with_the_given_certificate(hub, tmp_path):
+    """`--ssl-cert/--ssl-key`: the public port serves the test certificate (every test here
+    verifies it), plain HTTP there gets no page, an unverified client is refused, and the
+    banner gives the certificate's fingerprint in place of the plain-HTTP warning."""
+    cert, served = hub.root.parent / "test-cert.pem", tmp_path / "served.pem"
+    served.write_text(ssl.get_server_certificate(("127.0.0.1", hub.port)))
+    assert tls.fingerprint(served) == tls.fingerprint(cert)
+    assert requests.get(f"{hub.url}/hub/login", timeout=10).ok  # the control: verified
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.get(f"{hub.url}/hub/login", timeout=10, verify=certifi.where())
+    try:
+        plain = requests.get(f"http://127.0.0.1:{hub.port}/hub/login", timeout=10).status_code
+    except requests.ConnectionError:
+        plain = None
+    assert plain != 200, "plain HTTP on the public port"
+    log = hub.log_text(None)
+    assert f"https://127.0.0.1:{hub.port}/" in log and tls.fingerprint(cert) in log, log[:3000]
+    assert "PLAIN HTTP" not in log and "without SSL" not in log
 
 
 def _servers(name: str) -> list[Path]:
@@ -364,10 +454,13 @@ def _terminal(hub, name: str, command: str, marker: str, seconds: float = 60) ->
     terminal = hub.call(name, "POST", "api/terminals").json()["name"]
     session, prefix = hub.sessions[name], f"/user/{name}/"
     cookies = "; ".join(f"{c.name}={c.value}" for c in session.cookies if prefix.startswith(c.path))
-    url = f"ws://127.0.0.1:{hub.port}{prefix}terminals/websocket/{terminal}"
+    url = f"wss://127.0.0.1:{hub.port}{prefix}terminals/websocket/{terminal}"
+    request = HTTPRequest(
+        url, headers={"Cookie": cookies}, ca_certs=os.environ["REQUESTS_CA_BUNDLE"]
+    )
 
     async def talk() -> str:
-        conn = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}))
+        conn = await websocket_connect(request)
         conn.write_message(json.dumps(["stdin", command + "\n"]))
         seen, deadline = "", time.monotonic() + seconds
         while marker not in seen and (left := deadline - time.monotonic()) > 0:
@@ -453,7 +546,7 @@ def test_validate_on_the_hub_shows_the_longest_message_whole(hub, longest, tmp_p
     the button itself in Chromium) show the longest message any visible check gives for the
     catalogue whole, in lines of at most 80 columns (the course's Validate settings)."""
     if RIGHT not in hub.sessions:  # this test alone
-        hub.sign_in(RIGHT, ROOM_PASSWORD)
+        hub.sign_in(RIGHT)
     nb, line = longest
     content = {"type": "notebook", "format": "json", "content": nb}
     hub.call(RIGHT, "PUT", "api/contents/longest.ipynb", json=content)
@@ -481,9 +574,10 @@ def test_validate_on_the_hub_shows_the_longest_message_whole(hub, longest, tmp_p
 
 
 def _sign_in(page):
-    """Sign in as RIGHT through the hub's login page."""
+    """Sign in as RIGHT through the hub's login page (the code makes the account if new)."""
     page.fill("#username_input", RIGHT)
-    page.fill("#password_input", ROOM_PASSWORD)
+    page.fill("#password_input", OWN[RIGHT])
+    page.fill("#otp_input", ROOM_PASSWORD)
     page.click("#login_submit")
 
 
@@ -646,7 +740,7 @@ def test_points_set_in_formgrader_reach_the_hub_s_totals(hub):
     totals` carries both into grades.csv (its by_hand column saying what was set) and
     totals.csv."""
     if INSTRUCTOR not in hub.sessions:  # this test alone
-        hub.sign_in(INSTRUCTOR, INSTRUCTOR_PASSWORD)
+        hub.sign_in(INSTRUCTOR)
     s, before = hub.settings, _points(hub)
     with Gradebook(gradebook.db_url(s.grading), gradebook.COURSE_ID) as gb:
         ids = {(n, e): gb.find_grade(_first_test(e), NB, NB, n).id for n, e in _hand_grades()}

@@ -222,3 +222,145 @@ def test_a_bad_hub_setting_is_one_line_naming_it(tmp_path, option, says):
     proc = _hub("--root", str(tmp_path), "start", *option)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("error: workshop server settings: ") and says in proc.stderr
+
+
+def test_collect_writes_submissions_for_their_owner_alone(tmp_path):
+    """`make collect`'s SUBMISSIONS holds every student's work: 0700 however the umask would
+    make it; with private_outputs off (a folder shared on purpose) it is left as made."""
+    from test_collect import NB, _collect
+
+    from grader import cli
+
+    old = os.umask(0o022)
+    try:
+        for private, mode in ((True, 0o700), (False, 0o755)):
+            (tmp_path / str(private)).mkdir()
+            subs, argv = _collect(tmp_path / str(private), {
+                f"lovelaceada_101_5001_{NB}.ipynb": ("ada's", (2026, 12, 1, 10, 0, 0)),
+            }, private_outputs=private)  # fmt: skip
+            assert cli.main(argv) == 0
+            assert (subs / "ada" / f"{NB}.ipynb").read_text() == "ada's"
+            assert os.stat(subs).st_mode & 0o777 == mode, private
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("name", ["submitted", "roster.csv", "download.zip"])
+def test_start_closes_the_class_s_files_and_refuses_while_one_stays_readable(
+    tmp_path, monkeypatch, name
+):
+    """submitted/ (every student's work), the LMS's roster and its download, left readable
+    by others in the checkout: the start closes them (the honest control: nothing else
+    changes), and where chmod does nothing it stops in one line naming the path."""
+    from hub import answers
+    from hub.environment import SetupError
+
+    path = tmp_path / name
+    path.mkdir(mode=0o755) if name == "submitted" else path.write_text("ada,101\n")
+    os.chmod(path, 0o755 if name == "submitted" else 0o644)
+    (tmp_path / "attnlib").mkdir(mode=0o755)
+    assert answers.close_to_others(tmp_path) == [path]
+    assert not os.stat(path).st_mode & 0o007 and os.stat(tmp_path / "attnlib").st_mode & 0o005
+    os.chmod(path, 0o755)
+    monkeypatch.setattr(answers.os, "chmod", lambda path, mode: None)
+    with pytest.raises(SetupError) as refused:
+        answers.close_to_others(tmp_path)
+    assert str(refused.value).count("\n") == 0 and f"attendees could read {path} " in str(
+        refused.value
+    )
+
+
+def test_the_class_s_files_are_git_ignored():
+    ignored = subprocess.run(["git", "check-ignore", "submitted/ada/x.ipynb", "roster.csv",
+                              "download.zip", "out/grades.csv"], cwd=REPO_ROOT,
+                             capture_output=True, text=True)  # fmt: skip
+    assert ignored.stdout.split() == ["submitted/ada/x.ipynb", "roster.csv", "download.zip",
+                                      "out/grades.csv"]  # fmt: skip
+
+
+def test_a_self_signed_certificate_is_made_once_root_s_alone_with_its_fingerprint(tmp_path):
+    """`--self-signed`: key 0600 in ROOT/hub, kept across restarts (the fingerprint attendees
+    checked stays), the same SHA-256 fingerprint as openssl's, and the banner's; without a
+    certificate the banner warns loudly that everything crosses the network in clear."""
+    from hub import server, tls
+
+    s = settings.Settings(root=tmp_path, self_signed=True)
+    s.save()
+    cert, key = tls.prepare(s)
+    assert cert.parent == key.parent == s.state and os.stat(key).st_mode & 0o777 == 0o600
+    made = cert.read_bytes()
+    assert tls.prepare(s) == (cert, key) and cert.read_bytes() == made, "made again"
+    said = subprocess.run(["openssl", "x509", "-in", cert, "-noout", "-fingerprint", "-sha256"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert said.strip().endswith("=" + tls.fingerprint(cert))
+    codes = {"students": "room-code", "instructors": "i" * 32}
+    shown = server.banner(s, codes, (cert, key))
+    assert tls.fingerprint(cert) in shown and "https://" in shown and "PLAIN HTTP" not in shown
+    plain = server.banner(settings.Settings(root=tmp_path), codes, None)
+    assert "PLAIN HTTP, NO TLS" in plain and "http://" in plain
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--ssl-cert", "/nonexistent/cert.pem"], "TLS needs both --ssl-cert and --ssl-key"),
+        (["--ssl-cert", "c.pem", "--ssl-key", "k.pem", "--self-signed"], "give either"),
+        (["--ssl-cert", "README.md", "--ssl-key", "README.md"], "do not load as a pair"),
+        (["--student-password", "short"], "--student-password: at least 8 characters"),
+    ],
+)
+def test_bad_tls_options_or_a_short_code_are_one_line(tmp_path, option, says):
+    """What `python -m hub start` checks before it lays anything out."""
+    from grader.errors import UserError
+    from hub import cli, tls
+
+    given = cli._parser().parse_args(["--root", str(tmp_path), "start", *option])
+    s = cli._settings_for_start(given)
+    with pytest.raises(UserError, match=says) as refused:
+        settings.passwords(s, given.student_password, given.instructor_password)
+        tls.prepare(s)
+    assert "\n" not in str(refused.value)
+
+
+def test_own_passwords_are_checked_and_a_reset_account_needs_the_instructors_code(
+    tmp_path, monkeypatch
+):
+    """hub.spawner's login without a hub (the real one: tests/test_hub.py): a new account
+    needs its code (an instructor's: the instructors'), and its own password may not be a
+    shared one; once set, only it opens the account. An account reset on the Admin page
+    (its unix account left, its password deleted) is taken back with the instructors' code
+    only, never the room's."""
+    import asyncio
+
+    from hub import spawner
+
+    room, instructors = "room-code-1", "i" * 32
+    login = spawner.WorkshopAuthenticator(
+        room_password=room, instructor_password=instructors, admin_users={"ada"},
+        dbm_path=str(tmp_path / "own"), check_passwords_on_startup=False,
+        min_password_length=8, allow_all=True,
+    )  # fmt: skip
+    accounts: set[str] = set()  # the unix accounts the hub made, faked
+    monkeypatch.setattr(spawner.pwd, "getpwnam", lambda n: n if n in accounts else {}[n])
+    monkeypatch.setattr(spawner, "in_group", lambda name, group: True)
+    monkeypatch.setattr(spawner.settings, "load", lambda: settings.Settings(root=tmp_path))
+    bcrypt = pytest.importorskip("bcrypt")
+    cheap = bcrypt.gensalt  # the fewest rounds: the same checks, a second instead of seven
+    monkeypatch.setattr(bcrypt, "gensalt", lambda: cheap(rounds=4))
+
+    def signs_in(name: str, password: str, code: str = "") -> bool:
+        data = {"username": name, "password": password, "otp": code}
+        return asyncio.run(login.authenticate(type("Form", (), {})(), data)) == name
+
+    assert not signs_in("bob", "bob-own-pw", "wrong-code")
+    assert not signs_in("bob", room, room), "the room's password as one's own"
+    assert not signs_in("ada", "ada-own-pw", room), "an instructor's account with the room's"
+    assert signs_in("bob", "bob-own-pw", room) and signs_in("ada", "ada-own-pw", instructors)
+    accounts |= {"bob", "ada"}
+    for shared in (room, instructors):
+        assert not signs_in("bob", shared, shared) and not signs_in("ada", shared, shared)
+    assert signs_in("bob", "bob-own-pw") and signs_in("ada", "ada-own-pw")
+    assert not signs_in("bob", "x" * 80), "over bcrypt's 72 bytes: refused, not an error"
+    login.delete_user(type("User", (), {"name": "bob"})())  # the Admin page's delete
+    assert not signs_in("bob", "bob-new-pw", room), "a reset account taken with the room's"
+    assert signs_in("bob", "bob-new-pw", instructors) and not signs_in("bob", "bob-own-pw")
