@@ -64,10 +64,11 @@ def held_out(
 
     natural = windows(text, len(text) // (T - 1), T)
     repeats = {p: windows(copies, REPEAT_BATCH, p + 1)[:, 1:] for p in PERIODS}
+    bos = torch.full((REPEAT_BATCH, 1), BOS)
     return HeldOut(
         natural=natural,
         natural_tokens_per_char=per_char(natural[:, 1:].flatten()),
-        repeats={p: torch.cat([natural[:REPEAT_BATCH, :1], r, r], 1) for p, r in repeats.items()},
+        repeats={p: torch.cat([bos, r, r], 1) for p, r in repeats.items()},
         repeat_tokens_per_char={p: per_char(r.flatten()) for p, r in repeats.items()},
     )
 
