@@ -383,3 +383,21 @@ def test_the_cli_names_such_an_entry_escaped(tmp_path, capsys, entry, shown):
     err = capsys.readouterr().err
     assert f"holds no student folder or zip (only {shown})" in err
     assert err.count("\n") == 1 and "\x1b" not in err
+
+
+def test_a_diagnostic_naming_such_a_file_is_escaped_line_by_line(capsys):
+    """The CLI's log handler (grader.logs): a worker's diagnostic may quote a name; its
+    lines (a traceback's) are kept, what they hold is escaped, a plain line unchanged."""
+    import logging
+
+    from grader import logs
+
+    logger = logging.getLogger("grader")
+    before = logger.handlers[:], logger.level
+    logs.configure("INFO", False)
+    try:
+        logging.getLogger("grader.test").info("plain\n%s/01_soft_lookup", "t\x1b]0;retitled\x07")
+    finally:  # as it was: other tests in this process log as they did
+        logger.handlers[:] = before[0]
+        logger.setLevel(before[1])
+    assert capsys.readouterr().err == "INFO: plain\nt\\x1b]0;retitled\\x07/01_soft_lookup\n"
