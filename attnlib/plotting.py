@@ -97,3 +97,15 @@ def training_curves(
     fig.legend(handles=handles, loc="upper center", ncols=2, bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout()
     return fig
+
+
+def decimal_log_ticks(ax, xticks):
+    """Log axes labelled in plain numbers: ``xticks`` on x, 0.1, 0.2, 0.5, 1 … on y (a
+    learner reads 0.5 ms more easily than 5 × 10⁻¹)."""
+    from matplotlib import ticker
+
+    ax.set_xticks(xticks, [f"{x:g}" for x in xticks])
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())

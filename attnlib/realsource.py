@@ -33,7 +33,7 @@ import torch
 from attnlib import realtext
 from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir, data_file
-from attnlib.patterns import heads_table, repeat_templates, template_score
+from attnlib.patterns import heads_table, offset_template, repeat_templates, template_score
 from attnlib.realtext import BOS, CHARS, N_TOKENS, encode, sha256
 from attnlib.train import per_token_loss, run_facts, save_weights, train_recipe
 
@@ -125,6 +125,30 @@ def repeat_tokens(batch=RECIPE["eval"]["batch"], period=RECIPE["eval"]["period"]
     ``[batch, 2·period + 1]`` (consecutive, non-overlapping stretches of the sample)."""
     r = encode(held_out_sample()[: batch * period]).reshape(batch, period)
     return torch.cat([torch.full((batch, 1), BOS), r, r], 1)
+
+
+def repeat_with_gap(batch, length, gap):
+    """``[BOS] + r + g + r``: ``r`` ``length`` consecutive held-out characters, ``g`` the
+    ``gap`` characters that follow them in the text, so each character of the second copy
+    is ``length + gap`` positions after its first: ``[batch, 2·length + gap + 1]``."""
+    n = length + gap
+    text = encode(held_out_sample()[: batch * n]).reshape(batch, n)
+    return torch.cat([torch.full((batch, 1), BOS), text, text[:, :length]], 1)
+
+
+@torch.no_grad()
+def copy_at_distance(model, length, gap, batch=RECIPE["eval"]["batch"]):
+    """How ``model`` copies over ``length + gap`` positions, on :func:`repeat_with_gap`:
+    ``(score, gain)``, the best layer-1 head's induction score on the second copy, and the
+    loss on the first copy minus the loss on the second (nats per character, scored as
+    :func:`evaluate` scores them: ``gap = 0`` is ``[BOS] + r + r``)."""
+    tokens = repeat_with_gap(batch, length, gap)
+    distance, T_all = length + gap, tokens.shape[1]
+    logits, weights = model.attention(tokens)
+    loss = per_token_loss(logits, tokens)  # index t scores token t + 1
+    induction = offset_template(T_all, distance - 1, range(distance + 1, T_all))
+    score = max(template_score(A, induction) for A in weights[1].mean(0).numpy())
+    return score, (loss[:, :length].mean() - loss[:, distance + 1 :].mean()).item()
 
 
 def natural_tokens(batch=NATURAL, T=T):

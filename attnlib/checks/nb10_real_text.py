@@ -1,5 +1,5 @@
-"""Visible checks for notebook 10 (the patterns on real text; sliding windows, shared keys
-and values).
+"""Visible checks for notebook 10 (the patterns on real text, and how far back they
+reach: sliding windows).
 
 No reference solution: hand-worked examples (with Q = 0 every weight in a window is equal,
 so the output is a rolling mean of the values; scores chosen so the weights are simple
@@ -37,6 +37,16 @@ def _zeroed_after_softmax(V, window, spread):
     return _rolling_means(V, window) * (kept / spread)[:, None]
 
 
+def _normalised_over_queries(V, window):
+    """With Q = 0 (every score 0): the output when the softmax runs over axis 0, so each
+    key's column sums to 1: row t sums v_j / (the number of queries whose window holds j)."""
+    T = len(V)
+    seen_by = np.minimum(window, T - np.arange(T))  # queries j … j + window − 1 see key j
+    return np.array(
+        [(V / seen_by[:, None])[max(0, t - window + 1) : t + 1].sum(0) for t in range(T)]
+    )
+
+
 # ---------------------------------------------------------------- sliding_window_attention
 crash_hints(
     "sliding_window_attention",
@@ -72,6 +82,12 @@ def _check_causal(fn, Q, K, V, out, rng):
         reject_known(
             _window(fn, np.zeros_like(Q), K, V, 3),
             [
+                (
+                    _normalised_over_queries(V, 3),
+                    "the softmax runs over axis 0, the queries, so each key's column sums to 1 "
+                    "and later queries change earlier rows: take it over the keys, the last "
+                    "axis (axis=-1), so each query's row sums to 1.",
+                ),
                 (
                     _zeroed_after_softmax(V, 3, spread=len(V)),
                     "both masks are applied after the softmax (the weights of future keys "
@@ -173,72 +189,5 @@ def check_sliding_window_attention(sliding_window_attention):
     big = _window(fn, 30.0 * Q, 30.0 * K, V, 3)
     expect_finite(
         big, name, hint="Large scores overflow np.exp: subtract the largest score of the row."
-    )
-    passed(name)
-
-
-# ---------------------------------------------------------------- mean_pool_kv_heads
-crash_hints(
-    "mean_pool_kv_heads",
-    {
-        "cannot reshape": "W holds n_heads blocks of d_head = W.shape[0] // n_heads rows: "
-        "reshape to [n_kv_heads, group, d_head, d_model] with group = n_heads // n_kv_heads.",
-    },
-)
-
-
-def _heads(values, d_head, d_model):
-    """W whose head h's block of ``d_head`` rows is filled with ``values[h]``."""
-    return np.repeat(np.asarray(values, dtype=float), d_head)[:, None] * np.ones((1, d_model))
-
-
-def check_mean_pool_kv_heads(mean_pool_kv_heads):
-    name = "mean_pool_kv_heads"
-    fn = mean_pool_kv_heads
-    d_head, d_model = 3, 5
-    W = _heads([1.0, 3.0, 10.0, 30.0], d_head, d_model)  # 4 heads, [12, 5]
-    pooled = call(fn, W, 4, 2, name=name)
-    pooled = expect_shape(
-        pooled,
-        (2 * d_head, d_model),
-        name,
-        hint="Return n_kv_heads heads of d_head rows each: [n_kv_heads·d_head, d_model]."
-        if np.shape(pooled) != W.shape
-        else "That is n_heads heads: average each group into one KV head.",
-    )
-    reject_known(
-        pooled,
-        [
-            (
-                _heads([5.5, 16.5], d_head, d_model),
-                "heads are grouped round robin (0 with 2, 1 with 3): KV head g pools the "
-                "neighbouring query heads g·group … (g+1)·group − 1, as np.repeat hands them "
-                "out in notebook 09.",
-            ),
-            (_heads([4.0, 40.0], d_head, d_model), "sums the heads of a group: take their mean."),
-        ],
-        name,
-        "with heads filled with 1, 3, 10, 30 (n_heads = 4, n_kv_heads = 2)",
-    )
-    expect_close(
-        pooled,
-        _heads([2.0, 20.0], d_head, d_model),
-        name,
-        hint="KV head 0 is the mean of heads 0 and 1 (1 and 3 → 2), KV head 1 of heads 2 "
-        "and 3 (10 and 30 → 20). Heads are blocks of d_head consecutive rows.",
-    )
-    rng = np.random.default_rng(10)
-    W = rng.normal(size=(4 * d_head, d_model))
-    expect_close(
-        call(fn, W, 4, 4, name=name),
-        W,
-        name,
-        hint="With n_kv_heads = n_heads every group holds one head: W comes back unchanged.",
-    )
-    expect_close(
-        call(fn, W, 4, 1, name=name),
-        W.reshape(4, d_head, d_model).mean(0),
-        name,
-        hint="With n_kv_heads = 1 (multi-query) the one KV head is the mean of all heads.",
     )
     passed(name)
