@@ -10,7 +10,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Notebooks the course renamed: {old name: current name}. A learner's copy and a submission
 # under the old name are carried over to (graded as) the current one.
-FORMER_NAMES = {"07_attention_maps": "08_attention_maps"}
+FORMER_NAMES = {"07_attention_maps": "08_attention_maps", "07_heads_and_positions": "07_heads"}
 
 
 def data_dir() -> Path:

@@ -580,15 +580,15 @@ def test_the_html_handout_of_notebook_07_carries_the_explorer(page, tmp_path):
     stay and its hint goes."""
     made = subprocess.run(
         [sys.executable, "-m", "grader", "handouts", "--out", str(tmp_path),
-         "--only", "07_heads_and_positions"],
+         "--only", "07_positions"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr[-3000:]
-    assert (tmp_path / "student" / "07_heads_and_positions.pdf").stat().st_size > 10_000
+    assert (tmp_path / "student" / "07_positions.pdf").stat().st_size > 10_000
     offline = page.context.new_page()
     try:
         offline.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
-        offline.goto((tmp_path / "student" / "07_heads_and_positions.html").as_uri())
+        offline.goto((tmp_path / "student" / "07_positions.html").as_uri())
         root = offline.locator(".attn-explorer[data-drawn]")
         assert root.count() == 1, "the handout shows no explorer"
         root.scroll_into_view_if_needed()
