@@ -45,9 +45,7 @@ def test_grouped_query_attention_is_notebook_07s_when_every_head_has_its_keys(so
     X, W_Q, W_K, W_V, W_O = _gqa_inputs(rng, 6, 4, 4, 3)
     mask = np.triu(np.full((6, 6), -np.inf), 1) if masked else None
     got = solution(NB)["grouped_query_attention"](X, W_Q, W_K, W_V, W_O, 4, 4, mask)
-    want, _ = solution("07_heads")["multi_head_attention"](
-        X, W_Q, W_K, W_V, W_O, 4, mask=mask
-    )
+    want, _ = solution("07_heads")["multi_head_attention"](X, W_Q, W_K, W_V, W_O, 4, mask=mask)
     assert np.abs(got - want).max() < 1e-12
 
 
