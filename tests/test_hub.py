@@ -42,7 +42,6 @@ import zipfile
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-import certifi
 import nbformat
 import pytest
 from cryptography import x509
@@ -392,8 +391,9 @@ def test_the_hub_is_reached_over_https_with_the_given_certificate(hub, tmp_path)
     served.write_text(ssl.get_server_certificate(("127.0.0.1", hub.port)))
     assert tls.fingerprint(served) == tls.fingerprint(cert)
     assert requests.get(f"{hub.url}/hub/login", timeout=10).ok  # the control: verified
-    with pytest.raises(requests.exceptions.SSLError):
-        requests.get(f"{hub.url}/hub/login", timeout=10, verify=certifi.where())
+    tls.make_self_signed(tmp_path / "other.pem", tmp_path / "other-key.pem", "127.0.0.1")
+    with pytest.raises(requests.exceptions.SSLError):  # a client that trusts another one
+        requests.get(f"{hub.url}/hub/login", timeout=10, verify=str(tmp_path / "other.pem"))
     try:
         plain = requests.get(f"http://127.0.0.1:{hub.port}/hub/login", timeout=10).status_code
     except requests.ConnectionError:
@@ -512,12 +512,15 @@ def test_attendees_cannot_read_the_answers(hub):
 
 
 def test_attendees_cannot_read_the_hubs_database(hub):
-    """ROOT/hub (JupyterHub's database: every user with admin flags, every server's port)
-    is root's alone; the settings the instructors' commands read are not secret."""
+    """ROOT/hub (JupyterHub's database: every user with admin flags, every server's port;
+    the codes; each account's password hash) is root's alone; the settings the instructors'
+    commands read are not secret."""
     state = hub.settings.state
     assert os.stat(state).st_mode & 0o777 == 0o700
     assert os.stat(state / "jupyterhub.sqlite").st_mode & 0o777 == 0o600
-    for path in (state / "jupyterhub.sqlite", state / "passwords.json"):
+    own = sorted(state.glob(f"{hub.settings.own_passwords.name}*"))  # dbm may add a suffix
+    assert own and all(os.stat(p).st_mode & 0o777 == 0o600 for p in own), own
+    for path in (state / "jupyterhub.sqlite", state / "passwords.json", *own):
         peek = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", path], capture_output=True)
         assert peek.returncode != 0 and b"Permission denied" in peek.stderr, path
     shown = subprocess.run(["runuser", "-u", RIGHT, "--", "cat", hub.settings.settings_file],
@@ -868,4 +871,6 @@ def test_end_of_day_backs_up_and_wipes(hub):
         with pytest.raises(KeyError):
             grp.getgrnam(group)
     assert not s.exchange.exists() and not s.instructor.exists()
+    assert not s.state.exists(), "the codes, everyone's password hash and the key go with the day"
+    assert not [n for n in names if "password" in n or n.endswith(".pem")], names
     assert s.env.is_dir(), "the course environment stays for the next day"

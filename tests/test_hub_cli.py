@@ -344,9 +344,9 @@ def test_own_passwords_are_checked_and_a_reset_account_needs_the_instructors_cod
     monkeypatch.setattr(spawner.pwd, "getpwnam", lambda n: n if n in accounts else {}[n])
     monkeypatch.setattr(spawner, "in_group", lambda name, group: True)
     monkeypatch.setattr(spawner.settings, "load", lambda: settings.Settings(root=tmp_path))
-    bcrypt = pytest.importorskip("bcrypt")
-    cheap = bcrypt.gensalt  # the fewest rounds: the same checks, a second instead of seven
-    monkeypatch.setattr(bcrypt, "gensalt", lambda: cheap(rounds=4))
+    hashing = sys.modules[spawner.FirstUseAuthenticator.__module__].bcrypt
+    cheap = hashing.gensalt  # the fewest rounds: the same checks, a second instead of seven
+    monkeypatch.setattr(hashing, "gensalt", lambda: cheap(rounds=4))
 
     def signs_in(name: str, password: str, code: str = "") -> bool:
         data = {"username": name, "password": password, "otp": code}
@@ -361,6 +361,8 @@ def test_own_passwords_are_checked_and_a_reset_account_needs_the_instructors_cod
         assert not signs_in("bob", shared, shared) and not signs_in("ada", shared, shared)
     assert signs_in("bob", "bob-own-pw") and signs_in("ada", "ada-own-pw")
     assert not signs_in("bob", "x" * 80), "over bcrypt's 72 bytes: refused, not an error"
+    assert "own" in login.reset_password("bob", room), "the change-password page's rules"
+    assert not signs_in("bob", room) and signs_in("bob", "bob-own-pw")
     login.delete_user(type("User", (), {"name": "bob"})())  # the Admin page's delete
     assert not signs_in("bob", "bob-new-pw", room), "a reset account taken with the room's"
     assert signs_in("bob", "bob-new-pw", instructors) and not signs_in("bob", "bob-own-pw")
