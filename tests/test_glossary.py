@@ -90,3 +90,25 @@ def test_a_term_used_before_its_section_is_caught():
                 (re.compile(r"\bmask\b"),))  # fmt: skip
     cells = path("05_causal_mask")
     assert any(mask.used(c) and too_early(mask, "05_causal_mask", c) for c in cells)
+
+
+# Issue 47 found each of these used before it was taught (or never taught): all stay listed.
+ISSUE_47 = {
+    "linear attention": "linear attention",
+    "LayerNorm": "after a LayerNorm",
+    "induction head": "an induction head reads what a previous-token head wrote",
+    "MLP (multi-layer perceptron)": "no MLPs",
+    "cross-entropy": "cross-entropy",
+    "K-composition": "K-composition",
+    "layer.head notation (head 0.2 = head 2 of layer 0)": "Head 0.2",
+    "the lesson (a text the learner never sees)": "the lesson says",
+    "GELU": "GELU",
+}
+
+
+@pytest.mark.parametrize(("term", "as_found"), ISSUE_47.items())
+def test_every_term_issue_47_found_is_listed_and_finds_it(term, as_found):
+    listed = {t.term: t for t in terms()}
+    assert term in listed, f"docs/glossary.toml lists no {term!r}"
+    cell = Cell(0, as_found, as_found, "")
+    assert listed[term].used(cell), f"{term!r}'s forms miss {as_found!r}"
