@@ -51,7 +51,7 @@ from grader.commands import bundle, formgrader
 from grader.commands.totals import current as current_grades
 from grader.configfile import config_file
 from grader.judging import trusted
-from grader.results import csvfile, deadlines, gradebook
+from grader.results import csvfile, deadlines, formgrade_csp, gradebook
 from hub import graderun, nofollow
 from hub.settings import REPO_ROOT, Settings
 
@@ -113,8 +113,9 @@ def _nbgrader_config(s: Settings) -> str:
         "Autograde": {"exporter_class": f"{__name__}.{HubGraderOnly.__name__}"},
         "GenerateFeedback": {"preprocessors": FEEDBACK_PREPROCESSORS},
         "LateWork": {"out": str(s.grading), "course": str(s.private_course)},
-        "HTMLExporter": {"filters": {"float": f"{__name__}.score_float",
-                                     "round": f"{__name__}.score_round"}},
+        "HTMLExporter": formgrade_csp.exporter_config(
+            {"float": f"{__name__}.score_float", "round": f"{__name__}.score_round"}
+        ),
     }  # fmt: skip
     header = "Written by `python -m hub start`: nbgrader for the instructors' servers."
     return config_file(header, values)

@@ -6,6 +6,8 @@ pages as an instructor clicks them, gives alice's written answer its points, run
 `make totals` and reads them in ``totals.csv``. It also checks the instructor's launch shows
 nbgrader's instructor tools, and that formgrader's Autograde button refuses (stock
 ``nbgrader autograde`` would run student code unsandboxed) and points to the course grader.
+The class also holds mallory (``fixtures/page_attacks.py``), whose outputs and written
+answer carry scripts: on her submission page none runs, and the page still grades.
 """
 
 import csv
@@ -18,13 +20,16 @@ import sys
 
 import nbformat
 import pytest
-from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN, copy_out
+from fixtures import page_attacks
+from fixtures.small_class import AUTOGRADED, NB, WRITTEN, copy_out
+from fixtures.small_class import STUDENTS as HONEST
 from test_browser import CHROMIUM, SHOTS, STEP, Lab, browser, nbgrader_tools
 
 from grader.commands.formgrader import prepare
 from grader.course import REPO_ROOT, release_path
 
 MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+STUDENTS = [*HONEST, page_attacks.STUDENT]
 
 
 def _recipe(target: str, out) -> list[str]:
@@ -39,7 +44,15 @@ def _recipe(target: str, out) -> list[str]:
 def formgrader(small_class, tmp_path_factory):
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is missing: run `make browser` (make test does).")
-    out = copy_out(small_class, tmp_path_factory.mktemp("formgrader") / "out")  # it grades by hand
+    tmp = tmp_path_factory.mktemp("formgrader")
+    out = copy_out(small_class, tmp / "out")  # it grades by hand
+    subs = tmp / "submissions"
+    shutil.copytree(small_class.parent / "submissions", subs)
+    page_attacks.hand_in(subs)
+    cmd = ["autograde", subs, "--out", out, "--students", page_attacks.STUDENT, "--quiet"]
+    proc = subprocess.run([sys.executable, "-m", "grader", *map(str, cmd)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
     server = Lab(_recipe("formgrader", out), REPO_ROOT, tmp_path_factory.mktemp("home"))
     server.out = out
     yield server
@@ -115,6 +128,59 @@ def test_hand_entered_points_reach_totals(formgrader, page):
     assert alice["pending_hand_grading"] == "0", alice
 
 
+def _submission_id(formgrader, student):
+    listed = formgrader.api(f"formgrader/api/submitted_notebooks/{NB}/{NB}")
+    return next(s["id"] for s in listed if s["student"] == student)
+
+
+def test_student_scripts_never_run_on_formgrader_s_submission_page(formgrader, page):
+    """mallory's scripts (outputs and written answer) and a script added to her page after
+    it loaded (what the Content-Security-Policy alone must stop) send no sentinel request,
+    while the watch sees one the test sends itself; the page still saves a hand grade."""
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if "/sentinel-" in r.url else None)
+    sid = _submission_id(formgrader, page_attacks.STUDENT)
+    with page.expect_response(lambda r: r.url.rstrip("/").endswith(sid)) as answer:
+        page.goto(f"{formgrader.url}/formgrader/submissions/{sid}/")
+    policy = answer.value.headers.get("content-security-policy", "")
+    assert "script-src 'self' 'unsafe-hashes' 'sha256-" in policy, policy
+    assert "unsafe-inline" not in policy.split("style-src")[0], policy
+    page.wait_for_function("() => formgrader.grades && formgrader.grades.loaded", timeout=STEP)
+    page.evaluate(
+        """() => { const s = document.createElement("script");
+        s.textContent = "fetch('/api/contents/sentinel-added-later.txt', {method: 'PUT'})";
+        document.body.appendChild(s); }"""
+    )
+    text = page.locator("body").inner_text()
+    assert "A key is compared with queries" in text, "mallory's written answer is not shown"
+    assert "[not shown here: text/html]" in text, "her HTML output is not named as left out"
+
+    score = page.locator(f"input.score#{WRITTEN.grade_id}")
+    score.fill("1")
+    with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url, timeout=STEP) as saved:
+        score.press("Tab")
+    assert saved.value.ok, f"the page no longer grades: HTTP {saved.value.status}"
+    page.screenshot(path=SHOTS / "formgrader-6-hostile-submission.png")
+    assert sent == [], f"student script ran as the instructor: {sent}"
+
+    page.evaluate(f"() => fetch('{page_attacks.sentinel('control')}', {{method: 'PUT'}})")
+    page.wait_for_timeout(500)
+    assert [u.rsplit("/", 1)[-1] for u in sent] == ["sentinel-control.txt"], sent
+
+
+def test_the_hostile_submission_scores_like_the_honest_one(formgrader):
+    """mallory's attacks neither cost nor earn a point: her autograded cells score as
+    alice's, and her graded notebook keeps no output a browser would run."""
+    with open(formgrader.out / "grades.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["exercise"] != WRITTEN.grade_id]
+    points = {s: [r["points"] for r in rows if r["student"] == s] for s in ("alice", "mallory")}
+    assert points["mallory"] == points["alice"] and points["alice"], points
+    graded = nbformat.read(_graded_notebook(formgrader.out, page_attacks.STUDENT), as_version=4)
+    kinds = {k for c in graded.cells if c.cell_type == "code" for o in c.outputs
+             for k in o.get("data", {})}  # fmt: skip
+    assert kinds <= {"text/plain", "image/png", "image/jpeg"}, kinds
+
+
 def test_instructor_launch_shows_the_instructor_tools(formgrader, page):
     assert formgrader.page_config()["disabledExtensions"] == [], "the instructor sees all"
     page.goto(f"{formgrader.url}/lab")
@@ -162,6 +228,7 @@ def test_prepare_lays_out_nbgrader_s_folders_and_the_profile(small_class, tmp_pa
     assert set(page_config["disabledExtensions"].values()) == {False}
     server = json.loads((profile / "jupyter_server_config.json").read_text())
     assert server["ServerApp"]["jpserver_extensions"]["nbgrader.server_extensions.formgrader"]
+    assert server["ServerApp"]["jpserver_extensions"]["grader.results.formgrade_csp"]
     config = (profile / "nbgrader_config.py").read_text()
     assert (
         f"c.Exchange.root = {str(root / 'exchange')!r}" in config and (root / "exchange").is_dir()

@@ -12,6 +12,7 @@ from grader.batch.job import Job, grade
 from grader.course import FORMER_NAMES, release_path
 from grader.intake.rebuild import release_notes
 from grader.intake.submissions import (
+    MARKUP,
     MB,
     OverBudget,
     Unpacker,
@@ -354,6 +355,20 @@ def test_ids_with_control_characters_are_ignored_with_why_and_shown_escaped(tmp_
     assert set(found) == {"zz"}
     why = "its name holds a control character (shown escaped; rename it to grade it)"
     assert sorted(ignored) == sorted(f"{shown}: {why}" for shown in CONTROLS.values())
+
+
+def test_ids_formgrader_would_read_as_markup_are_ignored_with_why(tmp_path):
+    """nbgrader's pages print an id unescaped: such an id never reaches its gradebook; the
+    honest ``zz`` is a student."""
+    subs = _class(tmp_path)
+    hostile = ["<img src=x onerror=alert(1)>", 'a"b', "a'b", "a`b", "a\\b", "a&b"]
+    for name in hostile:
+        (subs / name).mkdir()
+        (subs / name / NAME).write_bytes(NOTEBOOK)
+    found, ignored = student_entries(subs)
+    assert set(found) == {"zz"}
+    why = f"its name holds one of {MARKUP} (formgrader would read it as markup; rename it)"
+    assert sorted(ignored) == sorted(f"{n}: {why}" for n in hostile)
 
 
 def test_file_names_with_control_characters_are_quoted_escaped(tmp_path):

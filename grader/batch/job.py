@@ -42,6 +42,7 @@ from grader.intake.rebuild import Found, SubmittedCell
 from grader.judging import judge as judging
 from grader.judging.trusted import TestCell, Trusted
 from grader.results import messages
+from grader.results.inert import inert_outputs
 from grader.results.result import GRADED, Result, exercise_rows, ungraded_result
 from grader.run import kernelrun, needs
 from grader.settings import Snapshot
@@ -503,7 +504,8 @@ def _graded_notebook(
         test = tests.get(gid) if gid is not None else None
         if gid is None or test is None:
             if cell.cell_type == "code" and idx in run.kernel.status:
-                cell.outputs = run.kernel.run_nb.cells[idx].get("outputs", [])
+                # kept for formgrader, inert: what the kernel displayed could be a script
+                cell.outputs = inert_outputs(run.kernel.run_nb.cells[idx].get("outputs", []))
             elif idx in run.skip:
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=NOT_RUN)]
             continue

@@ -33,7 +33,7 @@ from attnlib.lab import launch, write_profile
 from grader import course
 from grader.configfile import config_file
 from grader.errors import UserError
-from grader.results import gradebook
+from grader.results import formgrade_csp, gradebook
 
 # Formgrader shows the log in a <pre>: one short line each.
 REFUSAL = (
@@ -117,11 +117,16 @@ def prepare(out: Path, exchange: Path | None = None) -> Path:
     exchange = (exchange or root / "exchange").resolve()
     exchange.mkdir(parents=True, exist_ok=True)
     profile = write_profile(root / ".jupyter", instructor=True)
+    formgrade_csp.enable(profile)
     refusal = f"{__name__}.{CourseGraderOnly.__name__}"
     (profile / "nbgrader_config.py").write_text(
         config_file(
             "Written by `python -m grader formgrader`: settings for formgrader's server only.",
-            {"Exchange": {"root": str(exchange)}, "Autograde": {"exporter_class": refusal}},
+            {
+                "Exchange": {"root": str(exchange)},
+                "Autograde": {"exporter_class": refusal},
+                "HTMLExporter": formgrade_csp.exporter_config(),
+            },
         )
     )
     return profile

@@ -356,6 +356,11 @@ def student_entries(submissions: Path) -> tuple[dict[str, list[Path]], list[str]
     return found, [f"{printable(name)}: {why}" for name, why in ignored.items()]
 
 
+# Characters that end or open an HTML tag, attribute or entity, or a JavaScript string: the
+# templates of nbgrader's formgrader print a student id as it is (grader.results.inert).
+MARKUP = "<>&\"'`\\"
+
+
 def _no_student(entry: Path) -> str:
     """Why an entry of SUBMISSIONS is no student's, or "" when it is one."""
     if entry.name.startswith("."):
@@ -364,6 +369,8 @@ def _no_student(entry: Path) -> str:
         return "a system name (it starts with __, as __MACOSX)"
     if holds_control(entry.name):  # it would reach terminals and CSVs (grader.printable)
         return "its name holds a control character (shown escaped; rename it to grade it)"
+    if any(c in MARKUP for c in entry.name):  # nbgrader's own pages print ids unescaped
+        return f"its name holds one of {MARKUP} (formgrader would read it as markup; rename it)"
     if entry.is_symlink() and entry.is_dir():
         return "a link to a folder (never followed)"
     if entry.is_dir() or entry.is_file() and entry.suffix.lower() == ".zip":
