@@ -1,0 +1,46 @@
+# attnlib is untyped (pyproject checks only grader/ and hub/): its calls are Any here.
+# mypy: disable-error-code="no-untyped-call"
+"""Every layer-1 head of a trained recipe's saved weights, on the held-out text of
+:mod:`.evaluate`: induction score at each period, and the held-out loss it costs when
+ablated (whether one head copies or several share the work).
+
+``python -m recipes.real_text_induction.heads <recipe module name> [--seed 0]``
+"""
+
+import argparse
+import importlib
+from pathlib import Path
+
+import torch
+
+from attnlib import realsource
+from recipes.real_text_induction.common import Recipe, build, tokenize
+from recipes.real_text_induction.evaluate import INDUCTION_LAYER, PERIODS, mean_loss, repeat_scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("recipe", help="a module of this folder, e.g. curriculum_short_then_long")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/real_text_induction"))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    module = importlib.import_module(f"recipes.real_text_induction.{args.recipe}")
+    recipe: Recipe = module.RECIPE
+    train_text, _, _ = realsource.collect_corpus()
+    _, vocab, held = tokenize(recipe, train_text)
+    model = build(recipe, vocab, args.seed)
+    weights = torch.load(args.out / f"{recipe.name}_seed_{args.seed}.pt", weights_only=True)
+    model.load_state_dict(weights)
+    model.eval()
+    scores = {p: repeat_scores(model, held.repeats[p], p)[0] for p in PERIODS}
+    base = mean_loss(model, held.natural)
+    for head in range(len(scores[PERIODS[0]])):
+        ablated = realsource.without_head(model, INDUCTION_LAYER, head)
+        cost = (mean_loss(ablated, held.natural) - base) * held.natural_tokens_per_char
+        induction = " ".join(f"induction_{p} {scores[p][head]:.3f}" for p in PERIODS)
+        print(f"head {INDUCTION_LAYER}.{head}: {induction} ablation {cost:+.4f}")
+
+
+if __name__ == "__main__":
+    main()
