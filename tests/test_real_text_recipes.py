@@ -48,3 +48,16 @@ def test_a_curriculum_gives_blocks_then_text_as_it_is():
         rows = batches(gen)[:, 1:]
         blocks = (rows[:, :5] == rows[:, 5:10]).all().item()
         assert blocks == (step < 2), step  # stretches of 5, each twice, then plain text
+
+
+def test_bpe_merges_the_most_frequent_pair_first_and_decodes_what_it_encodes():
+    bpe = importlib.import_module("recipes.real_text_induction.bpe")
+    text = "self.value = value\nself.valve = 1\n"
+    merges = bpe.learn_merges(text, 3)
+    # ("v", "a") and ("a", "l") occur 3 times, more than any other pair; ties go to the larger
+    assert merges[:2] == [("v", "a"), ("va", "l")]
+    tokenizer = bpe.Tokenizer(merges)
+    ids = tokenizer.encode(text)
+    assert tokenizer.decode(ids) == text and len(ids) < len(text)
+    assert tokenizer.lengths()[ids].sum().item() == len(text)
+    assert ("=", " ") not in merges  # a merge never crosses two pieces
