@@ -15,7 +15,7 @@ SUBMISSIONS ?= submitted
 OUT ?= out
 
 .PHONY: setup grader-setup test-setup lab update reset test test-fast release collect grade formgrader \
-	totals export data bench handouts bundle lint browser sandbox perf clean hub-setup hub hub-end
+	totals export data bench handouts bundle lint browser axe sandbox perf clean hub-setup hub hub-end
 
 $(STAMP): pyproject.toml constraints.txt attnlib/setup_lab.py
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,7 @@ reset: setup
 	$(PY) -m attnlib.lab reset $(NOTEBOOK) $(EXERCISE)
 
 # Two pytest workers (pytest-xdist), each module whole in one (tests/conftest.py).
-test: test-setup browser sandbox hub-setup
+test: test-setup browser axe sandbox hub-setup
 	$(PY) -m pytest -n 2
 
 # A few minutes, for a change: no graded batch, no grading, hub, browser or bundle venv, and
@@ -90,11 +90,25 @@ bundle: grader-setup
 lint: test-setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
-# Debian's Chromium, for the browser test and the PDF handouts (installed once, as root).
+# Debian's Chromium, for the browser test and the PDF handouts, and poppler-utils, whose
+# pdfinfo checks the handouts are tagged PDFs (installed once, as root).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "Installing chromium (Debian package) for the browser test and PDF handouts..."; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 && command -v pdfinfo >/dev/null 2>&1 || { \
+	  echo "Installing chromium and poppler-utils (Debian) for the browser test and PDF handouts..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver poppler-utils >/dev/null; }
+
+# axe-core from npm (pinned by tests/axe/package-lock.json) with Debian's Node.js: the
+# accessibility checker the browser tests run in Chromium (tests/accessibility.py).
+AXE := $(VENV)/axe/node_modules/axe-core/axe.min.js
+
+$(AXE): tests/axe/package.json tests/axe/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "Installing Node.js and npm (Debian)..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	mkdir -p $(VENV)/axe && cp tests/axe/package.json tests/axe/package-lock.json $(VENV)/axe/
+	cd $(VENV)/axe && npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	touch $(AXE)
+
+axe: $(AXE)
 
 # Debian's bubblewrap, the OS sandbox every graded notebook runs in (installed once, as root).
 sandbox:

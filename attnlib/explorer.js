@@ -156,7 +156,9 @@
       const named = KINDS.map(([kind]) => `${kind} ${scores[kind] === null ? "none"
         : scores[kind].toFixed(2)}`);
       cell.setAttribute("role", "button");
-      cell.setAttribute("aria-label", `layer ${layer}, head ${head}: ${named.join(", ")}`);
+      // its name starts with its visible caption (WCAG 2.5.3, label in name)
+      cell.setAttribute("aria-label", `${layer}.${head}: layer ${layer}, head ${head}, `
+        + named.join(", "));
       cell.setAttribute("aria-pressed", String(chosen));
       cell.dataset.key = `map-${layer}-${head}`;
       cell.tabIndex = layer === this.at.layer && head === this.at.head ? 0 : -1;
