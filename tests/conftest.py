@@ -32,7 +32,7 @@ def _namespace(path):
 # out, `make test` runs everything): set here by module and by fixture, not in each file.
 SLOW_MODULES = {
     "hub": {"test_hub"},
-    "browser": {"test_browser", "test_formgrader", "test_handouts"},
+    "browser": {"test_accessibility", "test_browser", "test_formgrader", "test_handouts"},
     "bundle": {"test_bundle"},
     "grading": {"test_cluster", "test_validate", "test_grade_some", "test_totals_export",
                 "test_sandbox", "test_attacks_leaks", "test_attacks_limits", "test_autograde"},

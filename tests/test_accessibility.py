@@ -1,0 +1,66 @@
+"""The pages the grader writes for people, checked by axe-core in Chromium: a learner's
+feedback page and the class report have no WCAG 2.1 A/AA violation (one axe run each).
+The handouts and JupyterLab with the explorer are checked in tests/test_handouts.py and
+tests/test_browser.py, the explorer's keyboard use there too."""
+
+import re
+
+import pytest
+from accessibility import violations
+
+from grader.commands.handouts import CHROMIUM, CHROMIUM_ARGS
+from grader.results import report
+from grader.results.result import GRADED, Result
+
+NB = "01_soft_lookup"
+
+
+def _row(student, exercise, points, message="", comment="", by_hand=""):
+    cells = {"exercise": exercise, "points": points, "max_points": "2", "message": message}
+    return {"student": student, "notebook": NB, **cells, "comment": comment, "by_hand": by_hand}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """A small class's feedback and report: full marks, a failed check with `code` in its
+    message, a written answer waiting for hand grading, an instructor's comment, a flag."""
+    out = tmp_path_factory.mktemp("out")
+    rows = [
+        _row("ann", "softmax", "2"),
+        _row("ann", "explain_weights", "", message="graded by hand"),
+        _row(
+            "bob",
+            "softmax",
+            "0",
+            message="`softmax([1, 2])` should sum to 1, not 3.0",
+            comment="Look at the denominator.\n\nThen run the check again.",
+        ),  # fmt: skip
+        _row("bob", "explain_weights", "1", by_hand="1"),
+    ]
+    results = [
+        Result("ann", NB, GRADED, (), flags=(), notes=(), sandboxed=True, timings={"total": 2.5}),
+        Result("bob", NB, GRADED, (), flags=("took longer than most: 9.1 s",),
+               notes=("submitted as `01 (1).ipynb`",), sandboxed=True, timings={"total": 9.1}),
+    ]  # fmt: skip
+    extra = {("bob", NB): {"comments": ["Good start.\n\nMore next time."]}}
+    report.write_feedback(out, rows, results, extra)
+    totals = report.totals(rows, [NB])
+    report.write_class_report(out, rows, totals, results, [], extra)
+    return out
+
+
+def test_the_feedback_page_and_the_class_report_have_no_wcag_violation(written):
+    from playwright.sync_api import sync_playwright
+
+    pages = [report.feedback_path(written, "bob"), written / "report" / "index.html"]
+    found = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
+        for path in pages:
+            page.goto(path.as_uri(), wait_until="load")
+            assert page.locator("table").count() >= 1, f"{path.name}: nothing to check"
+            found[path.name] = violations(page)
+        browser.close()
+    assert not any(found.values()), found
