@@ -586,8 +586,8 @@ def test_the_explorer_renders_in_the_lab_and_shades_the_pointed_token_s_row(lab,
 
 def test_the_html_handout_of_notebook_07_carries_the_explorer(page, tmp_path):
     """`make handouts`' command for 07, then its student handout, offline, in a tab of the same
-    browser: the explorer draws itself and reads as in the Lab; printed (the PDF), its maps
-    stay and its hint goes."""
+    browser: it requests nothing, has no WCAG 2.1 A/AA violation (axe), the explorer draws
+    itself and reads as in the Lab; printed (the PDF), its maps stay and its hint goes."""
     made = subprocess.run(
         [sys.executable, "-m", "grader", "handouts", "--out", str(tmp_path),
          "--only", "07_positions"],
@@ -596,12 +596,17 @@ def test_the_html_handout_of_notebook_07_carries_the_explorer(page, tmp_path):
     assert made.returncode == 0, made.stderr[-3000:]
     assert (tmp_path / "student" / "07_positions.pdf").stat().st_size > 10_000
     offline = page.context.new_page()
+    failed = []
     try:
         offline.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
-        offline.goto((tmp_path / "student" / "07_positions.html").as_uri())
+        offline.on("requestfailed", lambda request: failed.append(request.url))
+        offline.goto((tmp_path / "student" / "07_positions.html").as_uri(), wait_until="load")
         root = offline.locator(".attn-explorer[data-drawn]")
         assert root.count() == 1, "the handout shows no explorer"
         root.scroll_into_view_if_needed()
+        assert not failed, f"the handout reaches for the network: {failed}"
+        found = violations(offline)  # the handout kind's one axe run, explorer included
+        assert not found, "\n".join(found)
         _point_and_read_back(root, _model_weights())
         offline.screenshot(path=SHOTS / "8-explorer-handout.png")
         offline.emulate_media(media="print")

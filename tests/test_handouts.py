@@ -5,6 +5,8 @@ Builds the handouts of the first and the last notebook only (the make target doe
 
 import html
 import re
+import subprocess
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -13,9 +15,13 @@ from grader.cli import main
 from grader.commands.handouts import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    HANDOUT_CSS,
     MIN_LEAK,
     NEEDS_YOUR_CODE,
     PRINT_CSS,
+    WIDGET_STATE,
+    WIDGET_VIEW,
+    _html,
     _visible_text,
     build,
     leaks,
@@ -164,3 +170,84 @@ def test_a_learner_install_gets_a_one_line_error(monkeypatch, tmp_path, capsys):
         "`pip install -e '.[grader]'` (as `make handouts` does)"
     ], err
     assert not any(tmp_path.iterdir()), "nothing is written before the error"
+
+
+def test_pdf_handouts_are_tagged_in_english_with_an_outline(handouts):
+    """A screen reader reads a tagged PDF's structure, in the language /Lang names."""
+    out, written = handouts
+    for pdf in (p for p in written if p.suffix == ".pdf"):
+        info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True)
+        assert re.search(r"^Tagged:\s+yes$", info.stdout, re.M), f"{pdf.name}:\n{info.stdout}"
+        data = pdf.read_bytes()
+        assert b"/Lang (en)" in data and b"/Outlines" in data, pdf.name
+
+
+def test_html_handouts_load_offline_with_no_failed_request(handouts):
+    from playwright.sync_api import sync_playwright
+
+    out, _ = handouts
+    failed = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        for path in sorted(out.glob("*/*.html")):
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            assert page.evaluate("document.documentElement.lang") == "en", path.name
+        browser.close()
+    assert not failed, f"requests a handout made offline: {sorted(set(failed))}"
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two #rrggbb colours."""
+
+    def luminance(colour):
+        rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted([luminance(a), luminance(b)], reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def full(colour: str) -> str:
+    """#rgb as #rrggbb."""
+    return colour if len(colour) == 7 else "#" + "".join(2 * x for x in colour[1:])
+
+
+def test_the_handout_s_code_colours_and_prompts_reach_aa_on_code_cells():
+    """Every syntax colour of JupyterLab's light theme under 4.5:1 on code cells' #f5f5f5
+    (comments, numbers, operators, ...) is one HANDOUT_CSS sets again, at 4.5:1 or more."""
+    from jupyter_core.paths import jupyter_path
+
+    theme = next(
+        p for d in jupyter_path("nbconvert", "templates")
+        if (p := Path(d) / "lab" / "static" / "theme-light.css").is_file()
+    )  # fmt: skip
+    colour = re.compile(r"--(jp-mirror-editor-[\w-]+-color):\s*(#[0-9a-fA-F]{3,6})\b")
+    short = {n for n, c in colour.findall(theme.read_text()) if _contrast(full(c), "#f5f5f5") < 4.5}
+    assert short, "the theme's colours all pass: this test checks nothing"
+    ours = {n: full(c) for n, c in colour.findall(HANDOUT_CSS)}
+    assert short <= set(ours), f"not recoloured: {sorted(short - set(ours))}"
+    assert all(_contrast(c, "#f5f5f5") >= 4.5 for c in ours.values()), ours
+    assert "--jp-cell-prompt-not-active-opacity: 1" in HANDOUT_CSS  # the grey prompts, whole
+
+
+def test_progress_bars_are_text_and_no_script_comes_from_a_cdn():
+    """tqdm's bar (a widget) reads as the text it ended on; the page loads no script."""
+    bar = {"model_id": "box", "version_major": 2, "version_minor": 0}
+    widget = nbformat.v4.new_output("display_data", data={"text/plain": "HBox()", WIDGET_VIEW: bar})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("train()", outputs=[widget])])
+    state = {
+        "box": {"state": {"children": ["IPY_MODEL_desc", "IPY_MODEL_bar", "IPY_MODEL_rate"]}},
+        "desc": {"state": {"value": "training: "}},
+        "bar": {"state": {"value": 300.0, "max": 400.0}},
+        "rate": {"state": {"value": " 300/400 [00:03&lt;00:01, 99.5step/s]"}},
+    }
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": state}}
+    page = _html(nb, "widgets")
+    assert "training: 75% 300/400 [00:03&lt;00:01, 99.5step/s]" in page
+    assert not re.search(r"<script[^>]*\bsrc=", page), "a script from elsewhere"
+    assert not re.search(r"mathjax|require\.js|embed-amd", page, re.I)
+    assert '<html lang="en">' in page

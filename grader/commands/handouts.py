@@ -11,10 +11,14 @@ For each notebook, two handouts:
 - ``DIR/solution/NN_slug.html|.pdf``: the source notebook, executed (answers, hidden
   tests and all): the instructor's copy.
 
-Notebooks run in a scratch folder, so nothing in the course changes. Math is drawn with
-matplotlib's mathtext into the HTML, so handouts need no network. PDFs are printed by
-Debian's headless Chromium (via Playwright, one of the instructor's tools: ``pip install -e
-'.[grader]'``, which `make handouts` runs), with every non-local request blocked.
+Notebooks run in a scratch folder, so nothing in the course changes. Handouts need no
+network: math is drawn with matplotlib's mathtext into the HTML, nbconvert's scripts from
+CDNs (MathJax, require.js, the widget manager, Mermaid) are left out of the page, and
+progress bars are printed as the text they ended on. The page is in English (``lang``),
+its prompts and code colours reach WCAG AA contrast (:data:`HANDOUT_CSS`). PDFs are
+printed by Debian's headless Chromium (via Playwright, one of the instructor's tools:
+``pip install -e '.[grader]'``, which `make handouts` runs), with every non-local request
+blocked, as tagged PDFs with an outline (for screen readers, and bookmarks).
 """
 
 import argparse
@@ -27,6 +31,7 @@ import tempfile
 from collections.abc import Iterable
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
@@ -47,6 +52,29 @@ MATH = re.compile(r"(?<![\\$])(\$\$?)(?!\s)(.+?)(?<![\\\s])\1", re.S)
 NEEDS_YOUR_CODE = "(This cell needs your code: its output appears when you run it.)\n"
 # Printed code and outputs wrap at the page margin instead of running off it.
 PRINT_CSS = "pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }"
+# JupyterLab's light theme, recoloured where it falls short of WCAG AA (4.5:1) on code cells'
+# #f5f5f5: prompts (grey at half opacity, 2.2:1), and the syntax colours below 4.5:1.
+HANDOUT_CSS = """:root {
+  --jp-cell-prompt-not-active-opacity: 1; --jp-cell-inprompt-font-color: #1a5fa0;
+  --jp-cell-outprompt-font-color: #a84a2f; --jp-mirror-editor-keyword-color: #007000;
+  --jp-mirror-editor-atom-color: #3c3cb4; --jp-mirror-editor-number-color: #007000;
+  --jp-mirror-editor-variable-3-color: #006f00; --jp-mirror-editor-operator-color: #8322d0;
+  --jp-mirror-editor-comment-color: #336b6b; --jp-mirror-editor-meta-color: #8322d0;
+  --jp-mirror-editor-builtin-color: #007000; --jp-mirror-editor-bracket-color: #6b6b40;
+  --jp-mirror-editor-quote-color: #007000; --jp-mirror-editor-error-color: #c00000;
+  --jp-mirror-editor-hr-color: #666666;
+}"""
+# nbconvert's lab template without what it fetches from CDNs, with HANDOUT_CSS last.
+TEMPLATE = (
+    "{%- extends 'lab/index.html.j2' -%}\n"
+    "{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}\n"
+    "{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}\n"
+    "{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}\n"
+    "{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}\n"
+    f"{{%- block html_head_css -%}}<style>{HANDOUT_CSS}</style>{{%- endblock html_head_css -%}}\n"
+)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,13 +169,43 @@ def _render_math(nb: NotebookNode) -> None:
             )
 
 
+def _widget_text(state: dict[str, Any], model_id: str) -> str:
+    """What a widget last showed, as text: a box its children's, a progress bar its share
+    done, a label its value (tqdm's bar: "training: 100% 400/400 [00:03<00:00, ...]")."""
+    model = state.get(model_id, {}).get("state", {})
+    if "children" in model:
+        shown = (_widget_text(state, c.removeprefix("IPY_MODEL_")) for c in model["children"])
+        return " ".join(s for s in shown if s)
+    if "max" in model and "value" in model:
+        return f"{model['value'] / model['max']:.0%}" if model["max"] else ""
+    return html.unescape(re.sub(r"<[^>]*>", "", str(model.get("value", "")))).strip()
+
+
+def _widgets_as_text(nb: NotebookNode) -> None:
+    """Each widget output becomes its last text: a handout has no widget manager (it would
+    come from a CDN), and offline the bar was an empty box that still took focus."""
+    state = nb.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).pop(WIDGET_VIEW, None)
+            if view is not None:
+                text = _widget_text(state, view.get("model_id", ""))
+                output.data["text/plain"] = text or output.data.get("text/plain", "")
+
+
 def _html(nb: NotebookNode, title: str) -> str:
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
-    nb = nbformat.from_dict(nb)  # a copy: the math rewrite is for the handout only
+    nb = nbformat.from_dict(nb)  # a copy: the math and widget rewrites are for the handout only
     _render_math(nb)
+    _widgets_as_text(nb)
     nb.metadata["title"] = title
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    exporter = HTMLExporter(
+        template_name="lab", template_file="handout.html.j2",
+        extra_loaders=[DictLoader({"handout.html.j2": TEMPLATE})],
+    )  # fmt: skip
+    body, _ = exporter.from_notebook_node(nb)
     return body
 
 
@@ -226,5 +284,6 @@ def _print_pdfs(pages: list[Path]) -> None:
                 page.pdf(
                     path=str(path.with_suffix(".pdf")), format="A4", print_background=True,
                     margin={"top": "15mm", "bottom": "15mm", "left": "12mm", "right": "12mm"},
+                    tagged=True, outline=True,  # a structure tree for screen readers; bookmarks
                 )  # fmt: skip
             browser.close()
