@@ -629,6 +629,15 @@ LAB_OWN = {
     # jupyterlab/jupyterlab#14804
     "aria-required-children": ".jp-WindowedPanel-viewport",
 }
+# The lowest WCAG contrast of a shaded token's text on its background, as the page draws them.
+LOWEST_CONTRAST = """root => {
+    const lum = (css) => { const [r, g, b] = css.match(/\\d+/g).slice(0, 3).map(c => c / 255)
+        .map(c => c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+    return Math.min(...[...root.querySelectorAll('.attn-tok:not(.attn-future)')].map(t => {
+        const s = getComputedStyle(t), [a, b] = [lum(s.color), lum(s.backgroundColor)];
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); }));
+}"""
 FOCUSED = "() => document.activeElement.dataset.key || document.activeElement.tagName"
 SAID = re.compile(r"position (\d+) ‘[^’]*’ (\d\.\d\d)")
 
@@ -657,7 +666,13 @@ def test_the_explorer_works_by_keyboard_alone(lab, page):
     assert root.locator('.attn-map[aria-pressed="true"]').count() == 1
     kept = _shaded_rows(root)[1]  # the last token, or what a test before kept
     assert _press(page, "Tab") == f"tok-0-{kept}", "the text's tab stop is the query"
-    assert _press(page, "Home", *["ArrowRight"] * QUERY) == f"tok-0-{QUERY}"
+    assert _press(page, "Home") == "tok-0-0"
+    lowest = [root.evaluate(LOWEST_CONTRAST)]
+    for _ in range(QUERY):  # every query on the way: its weights, the text's contrast
+        page.keyboard.press("ArrowRight")
+        lowest.append(root.evaluate(LOWEST_CONTRAST))
+    assert page.evaluate(FOCUSED) == f"tok-0-{QUERY}"
+    assert min(lowest) >= 4.5, f"token text under 4.5:1: {min(lowest):.2f}"
     assert _press(page, "Enter", "ArrowRight", "ArrowRight", "Escape") == f"tok-0-{QUERY}"
     shaded, query = _shaded_rows(root)
     assert query == QUERY and list(shaded) == [(layer, head)], "Escape went back to the kept query"
