@@ -73,7 +73,8 @@ totals: grader-setup
 	$(PY) -m grader totals $(OUT)
 
 export: grader-setup
-	$(PY) -m grader export $(OUT) $(if $(ROSTER),--roster $(ROSTER))
+	$(PY) -m grader export $(OUT) $(if $(ROSTER),--roster $(ROSTER)) \
+	  $(if $(CANVAS_GRADEBOOK),--canvas-gradebook $(CANVAS_GRADEBOOK))
 
 data: setup
 	$(PY) -m attnlib.shipped --retrain
@@ -97,15 +98,21 @@ browser:
 	  echo "Installing chromium and poppler-utils (Debian) for the browser test and PDF handouts..."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver poppler-utils >/dev/null; }
 
-# axe-core from npm (pinned by tests/axe/package-lock.json) with Debian's Node.js: the
-# accessibility checker the browser tests run in Chromium (tests/accessibility.py).
+# `$(call npm_ci,FOLDER,TARGET)`: the npm packages FOLDER's package-lock.json pins, into
+# TARGET (in the venv), with Debian's Node.js and npm (installed once, as root).
+define npm_ci
+	@command -v npm >/dev/null 2>&1 || { echo "Installing Node.js and npm (Debian)..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	mkdir -p $(2) && cp $(1)/package.json $(1)/package-lock.json $(2)/
+	cd $(2) && npm ci --omit=dev --no-audit --no-fund --loglevel=error
+endef
+
+# axe-core from npm (pinned by tests/axe/package-lock.json): the accessibility checker the
+# browser tests run in Chromium (tests/accessibility.py).
 AXE := $(VENV)/axe/node_modules/axe-core/axe.min.js
 
 $(AXE): tests/axe/package.json tests/axe/package-lock.json
-	@command -v npm >/dev/null 2>&1 || { echo "Installing Node.js and npm (Debian)..."; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
-	mkdir -p $(VENV)/axe && cp tests/axe/package.json tests/axe/package-lock.json $(VENV)/axe/
-	cd $(VENV)/axe && npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	$(call npm_ci,tests/axe,$(VENV)/axe)
 	touch $(AXE)
 
 axe: $(AXE)
@@ -134,10 +141,7 @@ $(HUB_STAMP): $(STAMP)
 # JupyterHub's proxy from npm (pinned by hub/proxy/package-lock.json) with Debian's Node.js,
 # and Debian's patchelf (to copy a Python that sits in a private folder; hub/environment.py).
 $(CHP): hub/proxy/package.json hub/proxy/package-lock.json
-	@command -v npm >/dev/null 2>&1 || { echo "Installing Node.js and npm (Debian)..."; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
-	mkdir -p $(VENV)/chp && cp hub/proxy/package.json hub/proxy/package-lock.json $(VENV)/chp/
-	cd $(VENV)/chp && npm ci --omit=dev --no-audit --no-fund --loglevel=error
+	$(call npm_ci,hub/proxy,$(VENV)/chp)
 	touch $(CHP)
 
 hub-setup: $(HUB_STAMP) $(CHP)

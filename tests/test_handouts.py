@@ -219,11 +219,11 @@ def full(colour: str) -> str:
 def test_the_handout_s_code_colours_and_prompts_reach_aa_on_code_cells():
     """Every syntax colour of JupyterLab's light theme under 4.5:1 on code cells' #f5f5f5
     (comments, numbers, operators, ...) is one HANDOUT_CSS sets again, at 4.5:1 or more."""
-    from jupyter_core.paths import jupyter_path
+    from nbconvert import HTMLExporter
 
     theme = next(
-        p for d in jupyter_path("nbconvert", "templates")
-        if (p := Path(d) / "lab" / "static" / "theme-light.css").is_file()
+        p for d in HTMLExporter(template_name="lab").template_paths
+        if (p := Path(d) / "static" / "theme-light.css").is_file()
     )  # fmt: skip
     colour = re.compile(r"--(jp-mirror-editor-[\w-]+-color):\s*(#[0-9a-fA-F]{3,6})\b")
     short = {n for n, c in colour.findall(theme.read_text()) if _contrast(full(c), "#f5f5f5") < 4.5}
