@@ -5,8 +5,11 @@
 and data inline (``explorer.js``, ``explorer.css``): a layer x head grid of the model's maps
 and the text itself, each token shaded by the weight the query token puts on it, for one
 head or all heads of a layer, with the heads' scores beside it. Pointing at a token makes it
-the query. It needs no kernel and no network, so it works in JupyterLab and in the HTML
-handouts alike; a PDF prints its first view. ``Explorer.figure()`` draws the static figure.
+the query. The keyboard does all the mouse does (arrow keys, Home/End, Enter, Escape), and a
+screen reader reads each map's name and scores, each token's weight and, as the view
+changes, the query's most weighted keys (a live region). It needs no kernel and no network,
+so it works in JupyterLab and in the HTML handouts alike; a PDF prints its first view.
+``Explorer.figure()`` draws the static figure.
 
 The weights travel exactly: float32, each head's lower triangle (the causal mask zeroes the
 rest), base64. The scores are :func:`attnlib.patterns.template_score` on

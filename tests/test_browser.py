@@ -6,6 +6,8 @@ copy of the course in a temporary folder, and drives Debian's Chromium with Play
 through a student notebook cell by cell, then runs a finished notebook and presses
 nbgrader's Validate button; it checks the learner's launch shows none of nbgrader's
 instructor tools and that saving writes the learner's copy ``work/``, never the release.
+The attention-map explorer is driven there by mouse and by keyboard alone, and axe-core
+checks the Lab and 07's HTML handout for WCAG 2.1 A/AA violations (tests/accessibility.py).
 Screenshots go to artifacts/browser/.
 """
 
