@@ -19,7 +19,6 @@ import pytest
 from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN, copy_out
 from nbgrader.api import Gradebook
 
-from grader.batch.job import code_fingerprint
 from grader.batch.progress import Lines
 from grader.course import REPO_ROOT, exercises
 from grader.results import csvfile, gradebook
@@ -155,23 +154,6 @@ def test_the_annotated_notebook_shows_the_check_s_message_and_nothing_hidden(ter
         assert secret in hidden or secret == "BEGIN HIDDEN"
         assert secret not in page
     assert f"href='bob/{NB}.html'" in (out / "feedback" / "bob.html").read_text()
-
-
-def test_the_resume_key_covers_attnlib_and_data_at_any_depth(tmp_path):
-    """A change to any attnlib module (a check imports cost.py, patterns.py, ...) or to any
-    file in data/ makes a new key; a cache file does not."""
-    for path in ("attnlib/cost.py", "attnlib/checks/nb01.py", "data/models/w.npz"):
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text("1")
-    keys = {code_fingerprint(tmp_path)}
-    cache = tmp_path / "attnlib" / "__pycache__" / "cost.cpython-311.pyc"
-    cache.parent.mkdir()
-    cache.write_text("compiled")
-    assert code_fingerprint(tmp_path) in keys
-    for path in ("attnlib/cost.py", "data/models/w.npz"):
-        (tmp_path / path).write_text("2")
-        keys.add(code_fingerprint(tmp_path))
-    assert len(keys) == 3
 
 
 def test_progress_is_one_line_per_notebook_when_not_a_terminal(capsys):

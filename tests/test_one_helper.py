@@ -40,20 +40,6 @@ def test_the_workers_scratch_is_removed_and_tmpdir_restored(monkeypatch, tmp_pat
         assert not scratch.exists()
 
 
-def test_the_resume_key_covers_grader_modules_at_any_depth(tmp_path):
-    """A change to, or a move of, a module in a sub-package of grader/ makes a new key."""
-    from grader.batch.job import code_fingerprint
-
-    module = tmp_path / "grader" / "run" / "deep.py"
-    module.parent.mkdir(parents=True)
-    module.write_text("A = 1\n")
-    first = code_fingerprint(tmp_path)
-    module.write_text("A = 2\n")
-    changed = code_fingerprint(tmp_path)
-    module.rename(tmp_path / "grader" / "deep.py")
-    assert len({first, changed, code_fingerprint(tmp_path)}) == 3
-
-
 def test_an_interrupted_write_of_out_leaves_the_old_file_and_no_temporary(tmp_path):
     from grader.results import out as out_files
 

@@ -34,6 +34,7 @@ import nbformat
 from nbformat import NotebookNode
 from nbgrader.utils import is_grade, is_solution
 
+from grader.batch import reads
 from grader.course import grade_id, nbgrader_meta
 from grader.intake import bounded
 from grader.intake import rebuild as rebuilding
@@ -68,7 +69,8 @@ AnswerStatuses = dict[str, tuple["CellStatus | None", bool]]
 KEYLESS_SETTINGS = frozenset(
     {"workers", "release_cache", "sandbox_slots", "unpack_mb", "unpack_files", "unpack_depth",
      "batch_unpack_mb", "batch_unpack_files", "due_dates", "extensions", "late_policy",
-     "late_penalty", "lms", "lms_pattern", "private_outputs"}
+     "late_penalty", "lms", "lms_pattern", "private_outputs", "keep_changed_hand_grades",
+     "zip_timezone", "canvas_assignments"}
 )  # fmt: skip
 
 
@@ -122,27 +124,25 @@ class Verdicts:
 
 
 @cache
-def _grader_fingerprint() -> bytes:
-    """The grading code itself: results made by other code are not reused."""
-    return code_fingerprint(Path(__file__).resolve().parents[2])
+def _grader_fingerprint(notebook: str) -> bytes:
+    """What grading ``notebook`` reads: results made by other code are not reused."""
+    return code_fingerprint(Path(__file__).resolve().parents[2], notebook)
 
 
-def code_fingerprint(root: Path) -> bytes:
-    """A hash of every file grading imports or reads under ``root`` (with its path, so a
-    moved file counts): the grader and attnlib (every module a check imports: cost.py,
-    patterns.py, ...) at any depth, and data/ (the weights the notebooks load); compiled
-    caches are left out. The trusted release and the settings are hashed by job_key."""
+def code_fingerprint(root: Path, notebook: str) -> bytes:
+    """A hash of every file grading ``notebook`` reads under ``root`` (with its path, so a
+    moved file counts; grader.batch.reads finds them by reading the code): an edit to
+    another notebook's checks, or to an attnlib module it never imports, changes nothing.
+    The trusted release and the settings are hashed by job_key."""
     h = hashlib.sha256()
-    for top in ("grader", "attnlib", "data"):
-        for path in sorted((root / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in reads.notebook_files(root, notebook):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return h.digest()
 
 
 def job_key(job: Job) -> str:
     """Identifies a job's inputs: a finished result with the same key is reused on resume."""
-    h = hashlib.sha256(_grader_fingerprint())
+    h = hashlib.sha256(_grader_fingerprint(job.notebook))
     parts = (RESULT_VERSION, job.student, job.notebook, sorted(job.notes), job.name, job.refused)
     for part in parts:
         h.update(repr(part).encode())
