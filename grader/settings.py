@@ -213,6 +213,41 @@ class GraderSettings(Configurable):
         "expression with the groups file and id or name (default: the lms's own naming).",
     ).tag(config=True)
 
+    keep_changed_hand_grades = Bool(
+        False,
+        help="Keep formgrader's points, extra credit and comment on an answer a regrade finds "
+        "changed (a resubmission), with a note; off: they are dropped, with a note to grade "
+        "that answer again (grader.results.handgrades).",
+    ).tag(config=True)
+
+    zip_timezone = Unicode(
+        "UTC",
+        help="The zone of the times in an LMS's bulk download (a zip stores local times with "
+        "no zone): a zone name such as Europe/Paris; `grader collect` states it.",
+    ).tag(config=True)
+
+    canvas_assignments: "Dict[str, str]" = Dict(
+        key_trait=Unicode(),
+        help="{notebook: the Canvas assignment (its id or name)} that `grader export "
+        "--canvas-gradebook` writes its points under; a notebook not named goes to the "
+        "assignment of its own name.",
+    ).tag(config=True)
+
+    @validate("canvas_assignments")
+    def _canvas_assignments(self, proposal: Bunch) -> dict[str, str]:
+        given: dict[str, object] = proposal.value
+        for notebook, assignment in given.items():
+            _known_notebook(notebook)
+            if not isinstance(assignment, (str, int)) or isinstance(assignment, bool):
+                raise Refused(f"{notebook}: {assignment!r} is no assignment id or name")
+        return {notebook: str(assignment) for notebook, assignment in given.items()}
+
+    @validate("zip_timezone")
+    def _zip_zone(self, proposal: Bunch) -> str:
+        value: str = proposal.value
+        _zone("", value)
+        return value
+
     @validate("sandbox_cpus", "judge_seconds", "stream_grace", "read_seconds")
     def _positive(self, proposal: Bunch) -> float:
         value: float = proposal.value
@@ -273,6 +308,7 @@ class GraderSettings(Configurable):
         """Every setting, frozen and typed (what a job carries to its worker)."""
         values = {f.name: getattr(self, f.name) for f in fields(Snapshot)}
         values["due_dates"] = dict(values["due_dates"])  # a copy: later changes stay out
+        values["canvas_assignments"] = dict(values["canvas_assignments"])
         values["extensions"] = copy.deepcopy(values["extensions"])
         return Snapshot(**values)
 
@@ -287,6 +323,7 @@ class Snapshot:
 
     batch_unpack_files: int
     batch_unpack_mb: int
+    canvas_assignments: Mapping[str, str]
     cell_kb: int
     cell_timeout: int
     due_dates: Mapping[str, str]
@@ -294,6 +331,7 @@ class Snapshot:
     file_mb: int
     judge_memory_mb: int
     judge_seconds: float
+    keep_changed_hand_grades: bool
     late_penalty: float
     late_policy: LatePolicy
     lms: Lms
@@ -325,6 +363,7 @@ class Snapshot:
     unpack_mb: int
     validate_timeout: int
     workers: int
+    zip_timezone: str
 
 
 class Refused(TraitError):
@@ -343,6 +382,8 @@ ACCEPTS = {
     "release_cache": "a folder",
     "lms_pattern": "a regular expression with the groups (?P<file>...) and (?P<id>...) or "
     "(?P<name>...)",
+    "zip_timezone": "a time zone name such as UTC or Europe/Paris",
+    "canvas_assignments": "{notebook: Canvas assignment id or name}",
 }
 POSITIVE = ("sandbox_cpus", "judge_seconds", "stream_grace", "read_seconds")
 

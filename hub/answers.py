@@ -22,9 +22,9 @@ ANSWERS = ("solutions", "grader/hidden", ".git")
 # What the Makefile's commands write in the checkout (.gitignore lists them): `make grade`'s
 # default OUT, `make collect`'s default SUBMISSIONS (every student's work), `make handouts`,
 # `make bundle`, `make lab`'s copy with its backups, builds; and the class's files the README
-# keeps there: the LMS's roster (names, SIS ids, e-mails) and its bulk download.
+# keeps there: the LMS's roster (names, SIS ids, e-mails), its bulk download, collect's report.
 OUTPUTS = ("out", "submitted", "artifacts", "handouts", "dist", "work", "build", "roster.csv",
-           "download.zip")  # fmt: skip
+           "download.zip", "collect_report.csv")  # fmt: skip
 # A grading run's OUT under any other name (`make grade OUT=...`), in the checkout's top level.
 OUT_MARKS = ("gradebook.db", "work/seed.json", "nbgrader")
 OTHERS = 0o007

@@ -203,3 +203,37 @@ def test_member_names_with_control_characters_are_listed_escaped_not_collected(t
         )
     assert f"not collected: stranger{next(iter(CONTROLS.values()))}.txt: " in said
     assert not {"\x1b", "\x07", "\r"} & set(said)
+
+
+def test_collect_keeps_every_file_taken_left_out_or_not_matched_in_a_private_report(
+    tmp_path, capsys
+):
+    """collect_report.csv beside SUBMISSIONS: a row per member with its outcome and why,
+    names escaped as on the terminal (an ESC and a CR stay one cell of one row), 0600."""
+    from grader.commands.collect import REPORT
+    from grader.results import csvfile
+
+    early, late = (2026, 12, 1, 10, 0, 0), (2026, 12, 2, 9, 30, 0)
+    subs, argv = _collect(tmp_path, {
+        f"lovelaceada_101_5001_{NB}.ipynb": ("first", early),
+        f"lovelaceada_LATE_101_5002_{NB}-1.ipynb": ("again", late),
+        f"strangerzed_999_5004_{NB}.ipynb": ("who?", early),
+        f"libo_102_5005_{NB}\x1b[2J\rzz.ipynb": ("bo's", early),
+    })  # fmt: skip
+    assert cli.main(argv) == 0
+    report = tmp_path / REPORT
+    assert f"every file and why: {report}" in capsys.readouterr().out
+    assert report.stat().st_mode & 0o777 == 0o600
+    assert subs.stat().st_mode & 0o777 == 0o700
+    rows = [tuple(r.values()) for r in csvfile.read(report)]
+    assert rows == [
+        (f"lovelaceada_LATE_101_5002_{NB}-1.ipynb", "taken", "ada", f"{NB}.ipynb", "yes",
+         "the latest"),
+        (f"lovelaceada_101_5001_{NB}.ipynb", "older, left out", "ada", "", "",
+         f"a later file of that name: lovelaceada_LATE_101_5002_{NB}-1.ipynb"),
+        (f"strangerzed_999_5004_{NB}.ipynb", "not collected", "", "", "",
+         "no roster student has its id or name"),
+        (f"libo_102_5005_{NB}\\x1b[2J\\rzz.ipynb", "not collected", "", "", "",
+         "its name holds a control character"),
+    ]  # fmt: skip
+    assert len(report.read_text().splitlines()) == 5  # a header and one line per member

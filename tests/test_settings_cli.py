@@ -31,6 +31,8 @@ def _other_value(name: str, value):
         return next(v for v in trait.values if v != value)
     if name == "lms_pattern":
         return r"(?P<id>\d+)_(?P<file>.+)"
+    if name == "zip_timezone":
+        return "Europe/Paris"
     if isinstance(trait, Dict) and name == "extensions":
         return {"ada": 48.0}
     if isinstance(trait, Dict):

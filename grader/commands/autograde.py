@@ -269,14 +269,19 @@ def _reusable(jobs: list["Job"], out: Path, fresh: bool) -> tuple[dict[Key, "Res
     return results, todo
 
 
-def _writer(out: Path, results: dict[Key, "Result"]) -> pool.OnResult:
+def _writer(out: Path, results: dict[Key, "Result"], keep_hand_grades: bool) -> pool.OnResult:
     """on_result(job, result): the only writer of OUT while the workers run."""
-    from grader.results import gradebook
+    from grader.results import gradebook, handgrades
 
     def on_result(job: "Job", result: "Result") -> None:
         if result.autograded is not None:
             path = out / "nbgrader" / "autograded" / job.student / job.notebook
-            out_files.write_text(path / f"{job.notebook}.ipynb", result.autograded)
+            graded = path / f"{job.notebook}.ipynb"
+            if graded.is_file():  # hand grades judged the answers graded before: still these?
+                changed = handgrades.changed_answers(graded.read_text(), result.autograded)
+                key = (job.student, job.notebook)
+                handgrades.answers_changed(out, key, changed, keep_hand_grades)
+            out_files.write_text(graded, result.autograded)
             result = replace(result, autograded=None)
         results[(job.student, job.notebook)] = result
         out_files.write_text(
@@ -317,7 +322,10 @@ def _grade(
 
 
 def _summary(out: Path, results: dict[Key, "Result"], graded: str, sandboxed: bool) -> None:
-    """What the run did (``graded``: how many, how long, where), wrote and flagged."""
+    """What the run did (``graded``: how many, how long, where), wrote and flagged, and
+    the hand grades a changed answer dropped or kept."""
+    from grader.results import handgrades
+
     ordered = [results[k] for k in sorted(results)]
     times = [r.timings["total"] for r in ordered if r.timings.get("execute")]
     flagged = sorted({r.student for r in ordered if r.flags})
@@ -328,6 +336,8 @@ def _summary(out: Path, results: dict[Key, "Result"], graded: str, sandboxed: bo
     if flagged:
         shown = printable(", ".join(flagged))  # student ids are names students chose
         print(f"flagged for review: {shown} (reasons in report/index.html)")
+    for line in handgrades.pending_notes(handgrades.read(out)):
+        print(line)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -335,6 +345,7 @@ def run(args: argparse.Namespace) -> int:
     from grader.batch.job import grade
     from grader.commands import totals
     from grader.intake import submissions
+    from grader.intake.collect import lms_late
     from grader.judging import trusted
     from grader.results import deadlines, gradebook
 
@@ -353,12 +364,13 @@ def run(args: argparse.Namespace) -> int:
     gradebook.prepare(out, {a: m.release for a, m in models.items()}, settings.release_cache)
     class_roster.import_into_gradebook(out, roster)
     jobs = _jobs(students, assignments, models, settings)
-    deadlines.record_submissions(out, students, entries, assignments)
+    marks = lms_late(subs)  # Canvas's LATE_, as `grader collect` kept it beside SUBMISSIONS
+    deadlines.record_submissions(out, students, entries, assignments, marks)
 
     results, todo = _reusable(jobs, out, args.fresh)
     reused, kept = len(results), set(results)
     log.info("%d notebooks reused from an earlier run, %d to grade", reused, len(todo))
-    on_result = _writer(out, results)
+    on_result = _writer(out, results, settings.keep_changed_hand_grades)
     for job in [j for j in todo if j.submission is None]:  # nothing to run: no worker needed
         todo.remove(job)
         on_result(job, grade(job))

@@ -8,6 +8,11 @@ Points are the autograded ones plus those entered in formgrader, read fresh (as
   a student), then one column per notebook, and under the header a ``Points Possible`` row
   with each notebook's maximum. Canvas makes a new assignment for a column name it does not
   know.
+  With ``--canvas-gradebook`` (Canvas's own gradebook export, grader.intake.canvas_gradebook)
+  it is written in that export's terms instead: its leading columns and students, as
+  exported, and each notebook under the header of its assignment, ``Name (assignment id)``,
+  so the grades land in the assignments the students submitted to; every notebook with no
+  assignment is named, and left out.
 - ``--long`` (default ``OUT/grades_long.csv``): ``student, assignment, points, max,
   late_hours, late_penalty``, one row per student and notebook (``late_*`` blank without a
   due date or a submission; the penalty is already taken off ``points``).
@@ -28,7 +33,9 @@ from pathlib import Path
 
 from grader import course
 from grader.commands.totals import current, roster_only
+from grader.intake import canvas_gradebook
 from grader.intake import roster as class_roster
+from grader.intake.canvas_gradebook import CanvasGradebook
 from grader.printable import printable
 from grader.results import csvfile
 from grader.results.annotated import GradeRow
@@ -50,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--canvas", type=Path, help="Canvas CSV (default: OUT/canvas_grades.csv)")
     parser.add_argument("--long", type=Path, help="long CSV (default: OUT/grades_long.csv)")
     parser.add_argument("--roster", type=Path, help="CSV: student,name,id,sis_user_id,...")
+    parser.add_argument(
+        "--canvas-gradebook",
+        type=Path,
+        help="Canvas's own gradebook export (Grades > Export): the import file takes its "
+        "students and its assignments' headers",
+    )
     parser.add_argument(
         "--absent",
         choices=["zero", "blank"],
@@ -95,6 +108,52 @@ def write_canvas(
             + [_num(points[(student, n)]) for n in notebooks]
         )
     csvfile.write(path, CANVAS_COLUMNS + notebooks, rows)
+
+
+def write_canvas_import(
+    path: Path,
+    exported: CanvasGradebook,
+    columns: Mapping[str, canvas_gradebook.Assignment],
+    points: Points,
+    roster: class_roster.Roster,
+) -> list[str]:
+    """The import file in the terms of Canvas's own export: its leading columns and rows,
+    then ``columns`` ({notebook: assignment}) under their exact headers; return our
+    students it has no row for. A row of no student of ours keeps blank cells (an import
+    changes no grade for a blank)."""
+    students = sorted({s for s, _ in points})
+    mine = {s: canvas_gradebook.canvas_row(s, roster.get(s, {}), exported.students)
+            for s in students}  # fmt: skip
+    whose = {id(row): s for s, row in mine.items() if row is not None}
+    possible = [POINTS_POSSIBLE] + [""] * (len(exported.leading) - 1)
+    rows = [possible + [a.points for a in columns.values()]]
+    for row in exported.students:
+        student = whose.get(id(row))
+        cells = [_num(points[(student, n)]) if student else "" for n in columns]
+        rows.append([row[c] for c in exported.leading] + cells)
+    headers = [a.header for a in columns.values()]
+    csvfile.write(path, exported.leading + headers, rows)
+    return [s for s, row in mine.items() if row is None]
+
+
+def _canvas_columns(
+    exported: CanvasGradebook,
+    notebooks: list[str],
+    maxima: Mapping[str, float],
+    chosen: Mapping[str, str],
+) -> dict[str, canvas_gradebook.Assignment]:
+    """{notebook: its Canvas assignment}; the notebooks with none, and the points an
+    assignment is worth where they are not the notebook's, are said on stderr."""
+    columns, unmatched = canvas_gradebook.match_notebooks(notebooks, exported.assignments, chosen)
+    if unmatched:
+        print(f"no Canvas assignment for {', '.join(unmatched)} (left out; name one with "
+              "c.GraderSettings.canvas_assignments, or give the assignment the notebook's "
+              "name)", file=sys.stderr)  # fmt: skip
+    for notebook, a in columns.items():
+        if a.points and float(a.points) != maxima[notebook]:
+            print(f"{a.header} is worth {a.points} points in Canvas, {notebook} "
+                  f"{maxima[notebook]:g} here", file=sys.stderr)  # fmt: skip
+    return columns
 
 
 def write_long(
@@ -152,10 +211,19 @@ def run(args: argparse.Namespace) -> int:
     students = sorted({s for s, _ in points})
     canvas = args.canvas or args.out / "canvas_grades.csv"
     long = args.long or args.out / "grades_long.csv"
-    write_canvas(canvas, students, notebooks, points, maxima, roster)
+    if args.canvas_gradebook:
+        exported = canvas_gradebook.read(args.canvas_gradebook)
+        chosen = args.settings.canvas_assignments
+        columns = _canvas_columns(exported, notebooks, maxima, chosen)
+        outside = write_canvas_import(canvas, exported, columns, points, roster)
+        if outside:
+            print(f"no row in Canvas's gradebook export (left out of {canvas}): "
+                  f"{printable(', '.join(outside))}", file=sys.stderr)  # fmt: skip
+    else:
+        write_canvas(canvas, students, notebooks, points, maxima, roster)
     write_long(long, students, notebooks, points, maxima, late_columns(grade_rows, extra))
     print(f"wrote {canvas} (Canvas gradebook import) and {long}: {len(students)} students")
-    if not args.roster:
+    if not args.roster and not args.canvas_gradebook:
         print(
             "no --roster: the ID, SIS User ID, SIS Login ID and Section columns are blank, so "
             "Canvas can match rows by the Student column (the submission folder names) only"

@@ -173,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         f"{len(written) - len(pending)} of {len(written)} written answers have points"
         + (f"; {len(pending)} still to grade (`make formgrader OUT={args.out}`)" if pending else "")
     )
+    for line in handgrades.pending_notes(handgrades.read(args.out)):
+        print(line)
     return 0
 
 

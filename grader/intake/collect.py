@@ -10,10 +10,14 @@ the roster student (``grader export``'s roster CSV) whose ``id`` or ``sis_user_i
 id in its name, else whose name (``name`` column, or the student id itself) it carries,
 in either order and without spaces, as Canvas writes it. A student's latest file (the
 zip's time, then the resubmission number) of each name is kept; every file left out says
-why. The zip is hostile input: members are streamed within the run's unpack budgets
-(``batch_unpack_mb``, ``batch_unpack_files``), only stored or deflated, never a link.
-Everything is unpacked into a hidden staging folder first and moved into SUBMISSIONS at
-the end, so an interrupted collect leaves SUBMISSIONS as it was; rerunning is safe.
+why. Canvas's ``LATE_``, the LMS's own verdict, is kept in the collect report
+(``lms_late``), which grading reads beside SUBMISSIONS to show it beside the lateness it
+computes (grader.results.deadlines); the zip's times carry no zone and are read in
+``c.GraderSettings.zip_timezone`` (UTC unless set). The zip is hostile input: members are
+streamed within the run's unpack budgets (``batch_unpack_mb``, ``batch_unpack_files``),
+only stored or deflated, never a link. Everything is unpacked into a hidden staging folder
+first and moved into SUBMISSIONS at the end, so an interrupted collect leaves SUBMISSIONS
+as it was; rerunning is safe.
 """
 
 import os
@@ -22,8 +26,9 @@ import shutil
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from grader.errors import UserError
 from grader.intake.submissions import (
@@ -36,12 +41,13 @@ from grader.intake.submissions import (
     directory_bytes,
 )
 from grader.printable import holds_control
+from grader.results import csvfile
 from grader.settings import GraderSettings
 
 # Anchored on the zip's top level, where the LMS writes: a look-alike folder or file deeper
 # down is inside some student's own submission, and names no one.
 PATTERNS = {
-    "canvas": r"(?P<name>[^/_]+)_(?:LATE_)?(?P<id>\d+)_\d+_(?P<file>[^/]+)",
+    "canvas": r"(?P<name>[^/_]+)_(?P<late>LATE_)?(?P<id>\d+)_\d+_(?P<file>[^/]+)",
     "moodle": r"(?P<name>[^/_]+)_(?P<id>\d+)_assignsubmission_[a-z]+_/?(?P<file>[^/]+)",
 }
 RESUBMITTED = re.compile(r"-(\d+)(?=\.[^./]+$)")  # Canvas's "-1" of a file handed in again
@@ -53,6 +59,7 @@ class Member:
     student: str
     file: str  # the name it is written under
     info: zipfile.ZipInfo
+    late: bool | None  # the LMS's own verdict (Canvas's LATE_), None where it gives none
 
     @property
     def order(self) -> tuple[tuple[int, int, int, int, int, int], int]:
@@ -63,8 +70,41 @@ class Member:
 @dataclass
 class Collected:
     files: dict[str, list[str]] = field(default_factory=dict)  # student -> [file names written]
-    older: list[str] = field(default_factory=list)  # members left out for a later one
+    taken: list[Member] = field(default_factory=list)
+    older: list[tuple[str, str, str]] = field(default_factory=list)  # (member, student, later)
     unmatched: list[tuple[str, str]] = field(default_factory=list)  # (member, why)
+
+    def report(self) -> list[tuple[str, ...]]:
+        """REPORT_COLUMNS of every member of the zip it looked at, names as in the zip
+        (collect_report.csv; the command escapes them)."""
+        return [
+            *((m.info.filename, "taken", m.student, m.file, _yes_no(m.late), "the latest")
+              for m in self.taken),
+            *((m, "older, left out", s, "", "", f"a later file of that name: {later}")
+              for m, s, later in self.older),
+            *((m, "not collected", "", "", "", why) for m, why in self.unmatched),
+        ]  # fmt: skip
+
+
+REPORT = "collect_report.csv"  # beside SUBMISSIONS: inside it, intake would list it as ignored
+REPORT_COLUMNS = ["file", "outcome", "student", "written_as", "lms_late", "why"]
+
+
+def _yes_no(late: bool | None) -> str:
+    return "" if late is None else "yes" if late else "no"
+
+
+def lms_late(submissions: Path) -> dict[tuple[str, str], bool]:
+    """{(student, file written): whether the LMS marked it late} from the collect report
+    beside ``submissions`` ({} without one, or for an LMS that marks nothing)."""
+    path = submissions.resolve().parent / REPORT
+    if not path.is_file():
+        return {}
+    return {
+        (row["student"], row["written_as"]): row["lms_late"] == "yes"
+        for row in csvfile.read(path)
+        if row["outcome"] == "taken" and row["lms_late"] in ("yes", "no")
+    }
 
 
 def _words(text: str) -> list[str]:
@@ -143,7 +183,8 @@ def _member(
     file = RESUBMITTED.sub("", found.group("file"))
     if "/" in file or file.startswith(".") or not file.strip():
         return None, f"no file name to keep ({file!r})"
-    return Member(student, file, info), ""
+    late = "late" in found.re.groupindex
+    return Member(student, file, info, bool(found.group("late")) if late else None), ""
 
 
 def _named_below_top(found: re.Match[str]) -> bool:
@@ -173,7 +214,7 @@ def latest(members: list[Member], done: Collected) -> list[Member]:
     for m in sorted(members, key=lambda m: m.order):
         older = chosen.get((m.student, m.file))
         if older is not None:
-            done.older.append(older.info.filename)
+            done.older.append((older.info.filename, m.student, m.info.filename))
         chosen[(m.student, m.file)] = m
     return sorted(chosen.values(), key=lambda m: (m.student, m.file))
 
@@ -187,6 +228,7 @@ def collect(
     """Lay out ``archive`` (an LMS bulk download) in ``submissions`` for ``roster``'s
     students; see the module's doc."""
     pattern = settings.lms_pattern or PATTERNS[settings.lms]
+    zone = ZoneInfo(settings.zip_timezone)  # checked when the settings loaded
     done = Collected()
     chosen = latest(read_members(archive, pattern, RosterIndex(roster), done), done)
     staging = submissions / STAGING
@@ -202,12 +244,13 @@ def collect(
         budget.admit_directory(directory_bytes(archive))
         with zipfile.ZipFile(archive) as zf:
             for m in chosen:
-                _unpack(zf, m, staging / m.student / m.file, budget)
+                _unpack(zf, m, staging / m.student / m.file, budget, zone)
         for m in chosen:
             target = submissions / m.student / m.file
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / m.student / m.file, target)
             done.files.setdefault(m.student, []).append(m.file)
+            done.taken.append(m)
     except OverBudget as err:
         raise UserError(f"{archive}: nothing collected: {err}") from None
     except UNREADABLE as err:
@@ -217,14 +260,15 @@ def collect(
     return done
 
 
-def _unpack(zf: zipfile.ZipFile, m: Member, target: Path, budget: Budget) -> None:
-    """One member, streamed within ``budget``, with the zip's time as its modification time
-    (what grader.results.deadlines reads when no timestamp.txt comes with it)."""
+def _unpack(zf: zipfile.ZipFile, m: Member, target: Path, budget: Budget, zone: tzinfo) -> None:
+    """One member, streamed within ``budget``, with the zip's time, read in ``zone``, as its
+    modification time (what grader.results.deadlines reads when no timestamp.txt comes with
+    it)."""
     budget.charge(n_files=1)
     target.parent.mkdir(parents=True, exist_ok=True)
     with zf.open(m.info) as src, open(target, "wb") as out:
         while chunk := src.read(CHUNK):
             budget.charge(n_bytes=len(chunk))  # before it is written
             out.write(chunk)
-    when = datetime(*m.info.date_time, tzinfo=UTC).timestamp()
+    when = datetime(*m.info.date_time, tzinfo=zone).timestamp()
     os.utime(target, (when, when))

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
 from nbgrader.utils import parse_utc
 
@@ -60,6 +60,7 @@ class Student(Protocol):
 class SubmissionTime(TypedDict):
     time: str  # ISO UTC
     source: str  # how we know it, as feedback states it
+    lms_late: NotRequired[bool]  # the LMS's own verdict (Canvas's LATE_), when collected
 
 
 Times = dict[str, dict[str, SubmissionTime]]  # OUT/work/times.json: student -> notebook -> time
@@ -72,6 +73,7 @@ class Lateness(TypedDict):
     source: str
     fraction: float  # of the notebook's maximum taken off
     policy: str
+    lms_late: bool | None  # the LMS's own verdict, None when it gave none
 
 
 def _stamp_time(path: Path) -> datetime | None:
@@ -168,11 +170,17 @@ def lateness(settings: Policy, student: str, notebook: str, times: Times) -> Lat
         "source": stamp["source"],
         "fraction": penalty_fraction(settings, hours),
         "policy": settings.late_policy,
+        "lms_late": stamp.get("lms_late"),
     }
 
 
 def describe(late: Lateness) -> str:
-    """One line for the learner: when it was due, when handed in (and how we know)."""
+    """One line for the learner: when it was due, when handed in (and how we know), and
+    what the LMS said."""
+    return _computed(late) + lms_note(late)
+
+
+def _computed(late: Lateness) -> str:
     when = f"Handed in {late['time']:%Y-%m-%d %H:%M} UTC ({late['source']})"
     due_at = f"due {late['due']:%Y-%m-%d %H:%M} UTC"
     if late["hours"] <= 0:
@@ -183,6 +191,22 @@ def describe(late: Lateness) -> str:
     if late["fraction"]:
         return f"{late_by}; penalty {late['fraction']:.0%} of the notebook's points."
     return f"{late_by}; no penalty."
+
+
+def disagrees(late: Lateness) -> bool:
+    """Whether the LMS's verdict differs from the lateness computed here."""
+    return late["lms_late"] is not None and late["lms_late"] != (late["hours"] > 0)
+
+
+def lms_note(late: Lateness) -> str:
+    """What the LMS said, beside the computed lateness ("" when it said nothing); where they
+    disagree, a note to check (its times, its due date or an extension may differ)."""
+    if late["lms_late"] is None:
+        return ""
+    said = " The LMS marked it late" if late["lms_late"] else " The LMS did not mark it late"
+    if disagrees(late):
+        return f"{said}: they disagree; check its submission time and due date."
+    return f"{said} either." if not late["lms_late"] else f"{said} too."
 
 
 def _duration(hours: float) -> str:
@@ -198,9 +222,11 @@ def record_submissions(
     students: Sequence[Student],
     entries: Mapping[str, Sequence[Path]],
     assignments: list[str],
+    lms_late: Mapping[tuple[str, str], bool],
 ) -> None:
-    """Record the time of each notebook handed in by ``students`` (intake's Submissions);
-    a chosen notebook a student no longer hands in loses its old time."""
+    """Record the time of each notebook handed in by ``students`` (intake's Submissions),
+    with the LMS's verdict where ``lms_late`` ({(student, file name): late}) has one; a
+    chosen notebook a student no longer hands in loses its old time."""
     times = load_times(out)
     for sub in students:
         mine = times.setdefault(sub.student, {})
@@ -212,4 +238,6 @@ def record_submissions(
                 mine[a] = received(out, sub.student, a) or submission_time(
                     entries[sub.student][0], a, handed.name
                 )
+                if (sub.student, handed.name) in lms_late:
+                    mine[a]["lms_late"] = lms_late[(sub.student, handed.name)]
     out_files.write_text(times_path(out), json.dumps(times, indent=1, sort_keys=True) + "\n")

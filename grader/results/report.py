@@ -24,7 +24,7 @@ from typing import TypedDict
 
 from grader.results import annotated, csvfile, handgrades
 from grader.results.annotated import GradeRow
-from grader.results.deadlines import LATE_ROW, Lateness, describe
+from grader.results.deadlines import LATE_ROW, Lateness, describe, disagrees
 from grader.results.result import GRADED, NO_RESULT, Result
 
 GRADES_COLUMNS = [
@@ -340,16 +340,20 @@ def count(n: int, noun: str) -> str:
 def _late_section(
     grade_rows: list[GradeRow], extra: Mapping[handgrades.Key, FeedbackExtra]
 ) -> list[str]:
-    """Every late notebook once, under any late policy (``none`` only states it)."""
-    late = {k: lt for k, e in sorted(extra.items()) if (lt := e.get("late")) and lt["hours"]}
+    """Every late notebook once, under any late policy (``none`` only states it), and every
+    one the LMS marked late, with the LMS's verdict beside it."""
+    late = {k: lt for k, e in sorted(extra.items())
+            if (lt := e.get("late")) and (lt["hours"] or lt["lms_late"])}  # fmt: skip
     if not late:
         return []
     taken = {(r["student"], r["notebook"]): r["points"] for r in grade_rows
              if r["exercise"] == LATE_ROW}  # fmt: skip
     body = ["<h2>Late work</h2><table><tr><th>Student</th><th>Notebook</th><th>Penalty</th>"
-            "<th>When</th></tr>"]  # fmt: skip
+            "<th>LMS</th><th>When</th></tr>"]  # fmt: skip
     for (student, notebook), lateness in late.items():
-        cells = (student, notebook, taken.get((student, notebook), "0"), describe(lateness))
+        lms = {None: "", True: "late", False: "on time"}[lateness["lms_late"]]
+        lms += " (disagrees)" if disagrees(lateness) else ""
+        cells = (student, notebook, taken.get((student, notebook), "0"), lms, describe(lateness))
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return [*body, "</table>"]
 
@@ -363,6 +367,20 @@ def _by_hand_section(grade_rows: list[GradeRow]) -> list[str]:
             "<th>Exercise</th><th>Points</th><th>How</th></tr>"]  # fmt: skip
     for r in changed:
         cells = (r["student"], r["notebook"], r["exercise"], r["points"], r["by_hand"])
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return [*body, "</table>"]
+
+
+def _changed_section(grade_rows: list[GradeRow]) -> list[str]:
+    """The answers graded by hand before a resubmission changed them (handgrades)."""
+    changed = [r for r in grade_rows if handgrades.EARLIER in r["message"]]
+    if not changed:
+        return []
+    body = ["<h2>Hand grades of an earlier submission</h2><table><tr><th>Student</th>"
+            "<th>Notebook</th><th>Exercise</th><th>Points</th><th>Note</th></tr>"]  # fmt: skip
+    for r in changed:
+        note = r["message"][r["message"].index(handgrades.EARLIER) :]
+        cells = (r["student"], r["notebook"], r["exercise"], r["points"], note)
         body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return [*body, "</table>"]
 
@@ -478,6 +496,7 @@ def write_class_report(
         *_exercises_table(stats),
         *_late_section(grade_rows, extra),
         *_by_hand_section(grade_rows),
+        *_changed_section(grade_rows),
         *_flagged_section(flag_rows),
         *_notes_section(results, ignored),
         *_timing_section(results, sandboxed),
