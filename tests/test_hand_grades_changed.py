@@ -100,6 +100,8 @@ def test_a_changed_answer_loses_its_hand_grades_with_a_note_everywhere(regraded)
     assert LINE in stdout.splitlines()
     report = (out / "report" / "index.html").read_text()
     assert "Hand grades of an earlier submission" in report and handgrades.DROPPED_NOTE in report
+    for page in (out / "feedback" / "bob.html", out / "feedback" / "bob" / f"{NB}.html"):
+        assert handgrades.EARLIER not in page.read_text()  # a note to the instructor only
     with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
         assert gb.find_grade(TEST[FIRST], NB, NB, "bob").manual_score is None
         assert gb.find_comment(FIRST, NB, NB, "bob").manual_comment is None

@@ -154,10 +154,11 @@ def rewrite(out: Path, settings: deadlines.Policy) -> list[GradeRow]:
     total_rows = report.totals(grade_rows, notebooks)
     report.write_grades(out, grade_rows)
     report.write_totals(out, total_rows, notebooks)
+    learners = [handgrades.for_learner(g) for g in grade_rows]  # no note to the instructor
     for r in results:  # each learner's own notebook, annotated, linked from their feedback
-        mine = [g for g in grade_rows if (g["student"], g["notebook"]) == (r.student, r.notebook)]
+        mine = [g for g in learners if (g["student"], g["notebook"]) == (r.student, r.notebook)]
         extra[(r.student, r.notebook)]["annotated"] = annotated.write(out, r, mine)
-    report.write_feedback(out, grade_rows, results, extra)
+    report.write_feedback(out, learners, results, extra)
     report.write_class_report(
         out, grade_rows, total_rows, results, _last_run(out)["ignored"], extra
     )

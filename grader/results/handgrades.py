@@ -30,6 +30,7 @@ from grader import course
 from grader.printable import printable
 from grader.results import gradebook
 from grader.results import out as out_files
+from grader.results.annotated import GradeRow
 from grader.results.result import Result, Row
 
 GRADED = "graded in formgrader"  # a written answer's points, as any hand grading gives
@@ -174,6 +175,15 @@ def changed_note(key: Key, exercise: str, hand: HandGrades) -> str:
     if fate == "dropped" and not typed and exercise not in hand.comments.get(key, {}):
         return DROPPED_NOTE
     return ""
+
+
+def for_learner(row: GradeRow) -> GradeRow:
+    """A grades.csv row as the student's feedback shows it: without the note to the
+    instructor about a changed answer's hand grades."""
+    message = row["message"]
+    for note in (DROPPED_NOTE, KEPT_NOTE):
+        message = message.replace(f"; {note}", "").replace(note, "")
+    return {**row, "message": message}
 
 
 def pending_notes(hand: HandGrades) -> list[str]:
