@@ -21,7 +21,7 @@ from bench.p2_grading import make_class
 from grader.course import REPO_ROOT, exercises
 from grader.results import gradebook
 
-NOTEBOOK = "01_soft_lookup"
+NOTEBOOK = "02_projections"  # a notebook with written answers
 RUNS = 3
 
 

@@ -21,7 +21,7 @@ import pytest
 from fixtures import hub_exchange
 from fixtures.adversarial import honest
 from fixtures.hub_exchange import STUDENT, as_user, home, release, submit
-from fixtures.small_class import AUTOGRADED, NB, copy_out
+from fixtures.small_class import BEFORE, NB, WRITTEN, copy_out
 from nbgrader.api import Gradebook
 
 from grader.course import REPO_ROOT
@@ -71,12 +71,13 @@ def test_a_late_student_loses_points_and_an_on_time_one_does_not(late_class):
         "source": "timestamp.txt of the submission",
     }
     late = [r for r in _rows(out) if r["exercise"] == deadlines.LATE_ROW]
+    penalty = -0.3 * (BEFORE + WRITTEN.max_points)  # 2 h 20 min: 3 started hours, 10% each
     assert [(r["student"], r["points"], r["max_points"]) for r in late] == [
-        ("alice", f"{-0.3 * (AUTOGRADED + 2):g}", "0")  # 2 h 20 min: 3 started hours, 10% each
+        ("alice", f"{penalty:g}", "0")
     ]
     assert "2 hours" not in late[0]["message"] and "3 hours late" in late[0]["message"]
     totals = {r["student"]: r for r in _rows(out, "totals.csv")}
-    assert totals["alice"][NB] == f"{AUTOGRADED - 0.3 * (AUTOGRADED + 2):g}"
+    assert totals["alice"][NB] == f"{BEFORE + penalty:g}"
     alice = (out / "feedback" / "alice.html").read_text()
     assert "due 2026-12-01 12:00 UTC: 3 hours late; penalty 30%" in alice
     assert "(timestamp.txt of the submission)" in alice and "Late penalty" in alice
@@ -103,7 +104,8 @@ def test_totals_and_export_apply_the_policy_as_it_stands(late_class):
     _cli("export", out, DUE, *PER_HOUR)
     long = {r["student"]: r for r in _rows(out, "grades_long.csv")}
     assert list(long["alice"])[-2:] == ["late_hours", "late_penalty"]
-    assert (long["alice"]["late_hours"], long["alice"]["late_penalty"]) == ("2.33", "3.6")
+    penalty = f"{0.3 * (BEFORE + WRITTEN.max_points):g}"  # 3 started hours of the maximum
+    assert (long["alice"]["late_hours"], long["alice"]["late_penalty"]) == ("2.33", penalty)
     assert (long["bob"]["late_hours"], long["bob"]["late_penalty"]) == ("0.00", "0")
 
 

@@ -21,7 +21,7 @@ import sys
 import nbformat
 import pytest
 from fixtures import page_attacks
-from fixtures.small_class import AUTOGRADED, NB, WRITTEN, copy_out
+from fixtures.small_class import BEFORE, NB, WRITTEN, copy_out
 from fixtures.small_class import STUDENTS as HONEST
 from test_browser import CHROMIUM, SHOTS, STEP, Lab, browser, nbgrader_tools
 
@@ -124,7 +124,7 @@ def test_hand_entered_points_reach_totals(formgrader, page):
     assert proc.returncode == 0, proc.stderr[-2000:]
     with open(formgrader.out / "totals.csv", newline="") as fh:
         alice = next(r for r in csv.DictReader(fh) if r["student"] == "alice")
-    assert alice[NB] == f"{AUTOGRADED + WRITTEN.max_points:g}", alice
+    assert alice[NB] == f"{BEFORE + WRITTEN.max_points:g}", alice
     assert alice["pending_hand_grading"] == "0", alice
 
 

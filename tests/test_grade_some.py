@@ -75,7 +75,7 @@ def test_a_late_student_is_graded_alone_and_joins_the_class(small_class, tmp_pat
 
 
 def test_a_student_graded_alone_keeps_every_record_complete(small_class, tmp_path):
-    """`STUDENTS=dora` alone, dora handing in notebook 04 only: her record has notebook 01
+    """`STUDENTS=dora` alone, dora handing in notebook 04 only: her record has notebook 02
     too ("not submitted"), alice's and bob's have 04 ("not graded yet"), so every total has
     every notebook's maximum; the report counts what was handed in and graded."""
     out = copy_out(small_class, tmp_path / "out")
@@ -93,8 +93,8 @@ def test_a_student_graded_alone_keeps_every_record_complete(small_class, tmp_pat
     for student in ("alice", "bob", "dora"):
         assert float(totals_[student]["max_total"]) == most[NB] + most[OTHER], student
     rows = _csv(out / "grades.csv")
-    dora_01 = {r["message"] for r in rows if (r["student"], r["notebook"]) == ("dora", NB)}
-    assert dora_01 == {"Notebook not submitted."}
+    dora_nb = {r["message"] for r in rows if (r["student"], r["notebook"]) == ("dora", NB)}
+    assert dora_nb == {"Notebook not submitted."}
     bob_04 = {r["message"] for r in rows if (r["student"], r["notebook"]) == ("bob", OTHER)}
     assert bob_04 == {messages.NO_RESULT_YET}
     index = (out / "report" / "index.html").read_text()

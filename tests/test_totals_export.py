@@ -11,14 +11,14 @@ import sys
 import time
 
 import pytest
-from fixtures.small_class import AUTOGRADED, NB, WRITTEN, copy_out, give_points
+from fixtures.small_class import BEFORE, NB, WRITTEN, copy_out, give_points
 from nbgrader.api import Gradebook
 
 from grader.commands.export import CANVAS_COLUMNS
 from grader.course import REPO_ROOT
 from grader.results import gradebook
 
-MAX = AUTOGRADED + WRITTEN.max_points
+MAX = BEFORE + WRITTEN.max_points
 
 
 def _cli(*args, check=True):
@@ -41,7 +41,7 @@ def out(small_class, tmp_path):
 
 def test_totals_carries_hand_entered_points_into_every_output(out):
     waiting = _cli("totals", out).stdout
-    assert "1 of 2 written answers have points; 1 still to grade" in waiting, waiting
+    assert "3 of 4 written answers have points; 1 still to grade" in waiting, waiting
     before = {r["student"]: r for r in _csv(out / "totals.csv")}
     assert before["alice"]["pending_hand_grading"] == f"{WRITTEN.max_points:g}"
     give_points(out, "alice", 1.5)
@@ -50,13 +50,13 @@ def test_totals_carries_hand_entered_points_into_every_output(out):
     start = time.monotonic()
     proc = _cli("totals", out)
     print(f"totals took {time.monotonic() - start:.1f} s")  # measured; the target is in bench
-    assert "2 of 2 written answers have points" in proc.stdout, proc.stdout
+    assert "4 of 4 written answers have points" in proc.stdout, proc.stdout
     assert "still to grade" not in proc.stdout
     assert [p.stat().st_mtime_ns for p in results] == stamps, "totals must not regrade"
 
     totals = {r["student"]: r for r in _csv(out / "totals.csv")}
     assert (totals["alice"][NB], totals["alice"]["pending_hand_grading"]) == (
-        f"{AUTOGRADED + 1.5:g}",
+        f"{BEFORE + 1.5:g}",
         "0",
     ), totals["alice"]
     assert totals["bob"]["total"] == "0"
@@ -64,7 +64,7 @@ def test_totals_carries_hand_entered_points_into_every_output(out):
                if r["student"] == "alice" and r["exercise"] == WRITTEN.grade_id)  # fmt: skip
     assert (row["points"], row["message"]) == ("1.5", ""), row
     feedback = (out / "feedback" / "alice.html").read_text()
-    assert f"<b>{AUTOGRADED + 1.5:g}</b> of {MAX:g}" in feedback
+    assert f"<b>{BEFORE + 1.5:g}</b> of {MAX:g}" in feedback
     assert f"1.5 / {WRITTEN.max_points:g}" in feedback and "pending" not in feedback
     stats = {r["exercise"]: r for r in _csv(out / "report" / "exercises.csv")}
     assert stats[WRITTEN.grade_id]["scored"] == "2"  # alice's 1.5 and bob's 0
@@ -76,7 +76,7 @@ def test_formgrader_comments_reach_grades_and_feedback(out):
     answer stays pending (never 0) in the feedback and the report."""
     with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
         for student, cell, text in [("alice", WRITTEN.grade_id, "Good, but say\nwhy <b>."),
-                                    ("bob", "softmax", "Start from np.exp.")]:  # fmt: skip
+                                    ("bob", "project", "Start from X @ W.T.")]:  # fmt: skip
             gb.find_comment(cell, NB, NB, student).manual_comment = text
         gb.db.commit()
     _cli("totals", out)
@@ -86,13 +86,13 @@ def test_formgrader_comments_reach_grades_and_feedback(out):
                       "comment", "by_hand"]  # fmt: skip
     said = {(r["student"], r["exercise"]): r["comment"] for r in _csv(out / "grades.csv")}
     assert said[("alice", WRITTEN.grade_id)] == "Good, but say\nwhy <b>."  # its lines kept
-    assert said[("bob", "softmax")] == "Start from np.exp."
-    assert said[("alice", "softmax")] == ""
+    assert said[("bob", "project")] == "Start from X @ W.T."
+    assert said[("alice", "project")] == ""
     alice = (out / "feedback" / "alice.html").read_text()
     assert "Comment from your instructor:</b><p>Good, but say<br>why &lt;b&gt;.</p>" in alice
     assert f"pending / {WRITTEN.max_points:g}" in alice
     assert f"({WRITTEN.max_points:g} more pending: written answers not graded yet)" in alice
-    assert "Start from np.exp." in (out / "feedback" / "bob.html").read_text()
+    assert "Start from X @ W.T." in (out / "feedback" / "bob.html").read_text()
     report = (out / "report" / "index.html").read_text()
     assert "2 students: 2 notebooks submitted, 2 graded." in report
     assert "1 of 2 pending hand grading" in report

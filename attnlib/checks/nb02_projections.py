@@ -115,3 +115,53 @@ def check_qkv(qkv):
         hint = f"{label} = X @ W_{label}.T: row t is W_{label} @ X[t]."
         expect_close(got, want, name, hint=hint, what=label)
     passed(name)
+
+
+def check_design_keys_values(design_keys_values):
+    name = "design_keys_values"
+    query = np.array([2.0, 0.0, 1.0])  # [d=3]
+    items = np.array([[1.0, 0.0], [0.0, 1.0], [5.0, 5.0], [-1.0, 2.0]])  # [n=4, d_v=2]
+    weights = np.array([0.5, 0.25, 0.15, 0.1])  # the blend to retrieve; sums to 1
+    out = call(design_keys_values, query, items, weights, name=name)
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise CheckFailed("`design_keys_values` should return a pair `(keys, values)`.")
+    keys = expect_shape(
+        out[0], (4, 3), name, "One key per item, each the size of the query: [n, d].", "keys"
+    )
+    values = expect_shape(out[1], (4, 2), name, "One value per item: [n, d_v].", "values")
+    if not np.allclose(values, items):
+        raise CheckFailed(
+            "Each slot must hand over its item unchanged: `values` should be the "
+            "items (row i = item i). The blend comes from the keys' scores."
+        )
+    scores = keys @ query  # [n]
+    centred = scores - scores.mean()
+    want = np.log(weights) - np.log(weights).mean()
+    if np.allclose(centred, want, atol=1e-6):
+        passed(name)
+        return
+    if np.allclose(centred, 0):
+        raise CheckFailed(
+            "Every key scores the same against the query, so the weights are "
+            "uniform: give the keys different dot products with the query."
+        )
+    if np.allclose(centred, weights - weights.mean()):
+        raise CheckFailed(
+            "Your scores equal the weights, but softmax exponentiates them: the "
+            "scores must be log(weights) (plus any constant)."
+        )
+    if np.allclose(centred, -want):
+        raise CheckFailed(
+            "Your scores have the wrong sign: the item with the largest weight "
+            "needs the largest score."
+        )
+    ratio = centred @ want / (want @ want)
+    if np.allclose(centred, ratio * want):
+        raise CheckFailed(
+            f"Your scores are log(weights) times {ratio:.3g}: divide by what the "
+            "query adds (query · query) so the scores are exactly log(weights)."
+        )
+    raise CheckFailed(
+        "softmax(keys @ query) does not give the requested weights: the "
+        "score differences must equal differences of log(weights)."
+    )

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from grader.hidden import Alternative, Array, Mistake, exercise
+from grader.hidden.nb01_soft_lookup import soft_lookup
 
 
 def _project_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array]]:
@@ -212,3 +213,116 @@ def _qkv_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array, 
 )
 def qkv(X: Array, W_Q: Array, W_K: Array, W_V: Array) -> tuple[Array, Array, Array]:
     return project(X, W_Q), project(X, W_K), project(X, W_V)
+
+
+def _design_cases(rng: np.random.Generator) -> Iterator[tuple[Array, Array, Array]]:
+    for n, d, d_v in [(3, 4, 2), (5, 3, 6), (6, 8, 3), (2, 2, 2)]:
+        query = rng.normal(size=d)
+        items = rng.normal(size=(n, d_v))
+        weights = rng.dirichlet(np.ones(n)) * 0.98 + 0.02 / n  # no weight too close to 0
+        yield query, items, weights
+
+
+def _retrieved(result: object, args: tuple[Array, Array, Array]) -> tuple[Array, Array]:
+    """What the learner's design does: the soft lookup of the query, and what slots hold."""
+    query, items, _ = args
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError("something other than a pair (keys, values)")
+    keys, values = (np.asarray(r, dtype=np.float64) for r in result)
+    if keys.shape != (len(items), len(query)) or values.shape != items.shape:
+        return np.full(1, np.nan), values  # wrong shapes never match
+    return soft_lookup(query, keys, values), values
+
+
+@exercise(
+    "design_keys_values",
+    cases=_design_cases,
+    outcome=_retrieved,
+    mistakes=[
+        Mistake(
+            "weights-not-log",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(weights, query) / (query @ query), items
+            """,
+            says=("softmax exponentiates",),
+            message="`design_keys_values` makes the scores equal to the weights, but softmax "
+            "exponentiates: the scores must be log(weights).",
+        ),
+        Mistake(
+            "not-divided",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(np.log(weights), query), items
+            """,
+            says=("query · query",),
+            message="`design_keys_values` makes the scores log(weights) × (query · query): "
+            "divide by query · query.",
+        ),
+        Mistake(
+            "blend-in-values",
+            """
+            def design_keys_values(query, items, weights):
+                keys = np.zeros((len(weights), len(query)))
+                return keys, np.tile(weights @ items, (len(weights), 1))
+            """,
+            says=("hand over its", "item"),
+            message="`design_keys_values` puts the blend in every value; each value must hand "
+            "over its own item, and the keys must produce the weights.",
+        ),
+        Mistake(
+            "wrong-sign",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(-np.log(weights), query) / (query @ query), items
+            """,
+            says=("wrong sign",),
+            message="`design_keys_values` gives the scores the wrong sign: the heaviest item "
+            "needs the largest score.",
+        ),
+        Mistake(
+            "keys-transposed",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(query, np.log(weights)) / (query @ query), items
+            """,
+            says=("keys of shape",),
+            message="`design_keys_values` returned keys of shape [d, n]: one key per item, "
+            "as a row: [n, d].",
+        ),
+        Mistake(
+            "values-transposed",
+            """
+            def design_keys_values(query, items, weights):
+                return np.outer(np.log(weights), query) / (query @ query), items.T
+            """,
+            says=("values of shape",),
+            message="`design_keys_values` returned values of shape [d_v, n]: one value per "
+            "item, as a row: [n, d_v].",
+        ),
+    ],
+    alternatives=[
+        Alternative(
+            "shifted-orthogonal",
+            """
+            def design_keys_values(query, items, weights):
+                # A constant shift, plus a part orthogonal to the query (query · ortho = 0).
+                ones = np.ones_like(query)
+                ortho = ones - (ones @ query) / (query @ query) * query
+                keys = np.outer(np.log(weights) + 3.0, query) / (query @ query)
+                keys = keys + np.outer(np.arange(len(weights)), ortho)
+                return [keys, items.copy()]
+            """,
+        ),
+        Alternative(
+            "loop",
+            """
+            def design_keys_values(query, items, weights):
+                keys = np.stack([np.log(w) * query / (query @ query) for w in weights])
+                return keys, items
+            """,
+        ),
+    ],
+)
+def design_keys_values(query: Array, items: Array, weights: Array) -> tuple[Array, Array]:
+    return np.outer(np.log(weights), query) / (query @ query), items

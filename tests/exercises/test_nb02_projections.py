@@ -20,6 +20,10 @@ def test_solution_accepts_float32_inputs(solution):
     Ws = [rng.normal(size=s).astype(np.float32) for s in [(3, 4), (3, 4), (2, 4)]]
     for got, W in zip(fns["qkv"](X, *Ws), Ws, strict=True):
         np.testing.assert_allclose(got, X.astype(float) @ W.T.astype(float), rtol=1e-5)
+    q, V, w = X[0], rng.normal(size=(5, 3)).astype(np.float32), [0.1, 0.2, 0.3, 0.15, 0.25]
+    keys, values = fns["design_keys_values"](q, V, np.float32(w))
+    np.testing.assert_allclose(_softmax(keys @ q), w, rtol=1e-5)
+    np.testing.assert_array_equal(values, V)
 
 
 # ---------------------------------------------------------------- prose against output
