@@ -16,7 +16,7 @@ import sys
 import zipfile
 
 import pytest
-from fixtures.small_class import AUTOGRADED, NB, STUDENTS, WRITTEN, copy_out
+from fixtures.small_class import BEFORE, NB, STUDENTS, WRITTEN, copy_out
 from nbgrader.api import Gradebook
 
 from grader.batch.progress import Lines
@@ -58,8 +58,8 @@ def _canvas_zip(path):
 def _hand_grade(out):
     """What an instructor types in formgrader, through nbgrader's API."""
     with Gradebook(gradebook.db_url(out), gradebook.COURSE_ID) as gb:
-        gb.find_grade(FIRST_TEST["softmax"], NB, NB, "bob").manual_score = 1.0  # override
-        gb.find_grade(FIRST_TEST["hard_lookup"], NB, NB, "alice").extra_credit = 0.5
+        gb.find_grade(FIRST_TEST["project"], NB, NB, "bob").manual_score = 1.0  # override
+        gb.find_grade(FIRST_TEST["qkv"], NB, NB, "alice").extra_credit = 0.5
         gb.find_grade(WRITTEN.grade_id, NB, NB, "alice").manual_score = 2.0
         gb.find_comment(WRITTEN.grade_id, NB, NB, "alice").manual_comment = COMMENT
         gb.db.commit()
@@ -96,14 +96,14 @@ def test_an_override_and_extra_credit_reach_every_output(term):
     out, _ = term
     assert GRADES_COLUMNS[: len(CONTRACT)] == CONTRACT and GRADES_COLUMNS[-1] == "by_hand"
     grades = _by(csvfile.read(out / "grades.csv"), "student", "exercise")
-    assert list(grades[("bob", "softmax")]) == GRADES_COLUMNS
-    bob, alice = grades[("bob", "softmax")], grades[("alice", "hard_lookup")]
+    assert list(grades[("bob", "project")]) == GRADES_COLUMNS
+    bob, alice = grades[("bob", "project")], grades[("alice", "qkv")]
     assert (bob["points"], bob["by_hand"]) == ("1", "set in formgrader (the checks gave 0)")
     assert (alice["points"], alice["by_hand"]) == ("2.5", "extra credit +0.5")
     assert grades[("alice", WRITTEN.grade_id)]["comment"] == COMMENT  # paragraphs kept
-    assert grades[("alice", "softmax")]["by_hand"] == ""
+    assert grades[("alice", "project")]["by_hand"] == ""
 
-    alice_total = AUTOGRADED + 0.5 + 2
+    alice_total = BEFORE + 0.5 + 2
     totals = {r["student"]: r for r in csvfile.read(out / "totals.csv")}
     assert (totals["alice"]["total"], totals["bob"]["total"]) == (f"{alice_total:g}", "1")
     canvas = {r["Student"]: r for r in csvfile.read(out / "canvas_grades.csv")}
@@ -144,13 +144,13 @@ def test_late_work_is_listed_once_under_the_policy_none(term):
 def test_the_annotated_notebook_shows_the_check_s_message_and_nothing_hidden(term):
     out, _ = term
     result = json.loads((out / "work" / "results" / "bob" / f"{NB}.json").read_text())
-    test_id = FIRST_TEST["soft_lookup"]
+    test_id = FIRST_TEST["design_keys_values"]
     message = result["tests"][test_id]["message"]
     page = (out / "feedback" / "bob" / f"{NB}.html").read_text()
-    under = page.split("checks.check_soft_lookup(soft_lookup)</pre></div>", 1)[1]
+    under = page.split("checks.check_design_keys_values(design_keys_values)</pre></div>", 1)[1]
     assert message and under.startswith(f"<div class='fail'>✗ {message_html(message)}</div>")
-    hidden = (REPO_ROOT / "grader" / "hidden" / "nb01_soft_lookup.py").read_text()
-    for secret in ("_softmax_cases", "wrong-axis", "rng.normal", "BEGIN HIDDEN"):
+    hidden = (REPO_ROOT / "grader" / "hidden" / "nb02_projections.py").read_text()
+    for secret in ("_design_cases", "weights-not-log", "rng.normal", "BEGIN HIDDEN"):
         assert secret in hidden or secret == "BEGIN HIDDEN"
         assert secret not in page
     assert f"href='bob/{NB}.html'" in (out / "feedback" / "bob.html").read_text()
@@ -174,7 +174,7 @@ def test_notes_show_inline_code_and_comments_keep_their_paragraphs(tmp_path):
 
     note = "submitted as `01 (1).ipynb`"
     result = Result("ann", NB, GRADED, (), flags=(), notes=(note,), sandboxed=True)
-    row = {"student": "ann", "notebook": NB, "exercise": "softmax", "points": "2",
+    row = {"student": "ann", "notebook": NB, "exercise": "project", "points": "2",
            "max_points": "2", "message": "", "comment": "One.\n\nTwo,\nthree.",
            "by_hand": ""}  # fmt: skip
     extra = {("ann", NB): {"comments": ["Top.\n\nMore."]}}
