@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnlib.paths import FORMER_NAMES, REPO_ROOT
+from attnlib.paths import FORMER_NAMES, MOVED_EXERCISES, REPO_ROOT
 
 RELEASE = REPO_ROOT / "notebooks"
 WORK = REPO_ROOT / "work"
@@ -200,19 +200,51 @@ def update(release: Path = RELEASE, work: Path = WORK) -> list[str]:
     """Bring every changed release notebook into the work folder, keeping the answers."""
     lines = _add_missing(release, work)
     manifest = _manifest(work)
+    moving = []  # (answer cell, its notebook now) of exercises moved out of an updated copy
     for name in stale(release, work):
         path = released(release)[name]
         copy = _copy(path, work)
-        new, kept, dropped = merge(nbformat.read(path, as_version=4), _read(copy))
+        old = _read(copy)
+        new, kept, dropped = merge(nbformat.read(path, as_version=4), old)
         backup = _backup(copy, work)
         nbformat.write(new, copy)
         manifest[name] = _digest(path)
         _save_manifest(work, manifest)
         line = f"{name}: updated; your answers kept: {', '.join(kept) or 'none written yet'}"
-        if dropped:
-            line += f"; no longer in the course (only in the backup): {', '.join(dropped)}"
+        moved = {
+            g: MOVED_EXERCISES[g][1] for g in dropped if MOVED_EXERCISES.get(g, ("",))[0] == name
+        }
+        moving += [(c, moved[_nbgrader(c)["grade_id"]]) for c in old.cells
+                   if _is_answer(c) and _nbgrader(c)["grade_id"] in moved]  # fmt: skip
+        if gone := [g for g in dropped if g not in moved]:
+            line += f"; no longer in the course (only in the backup): {', '.join(gone)}"
+        if moved:
+            line += (
+                f"; moved to another notebook: {', '.join(f'{g} ({n})' for g, n in moved.items())}"
+            )
         lines.append(f"{line}; old file in {_relative(backup, work)}")
+    lines += [_move_answer(cell, name, release, work) for cell, name in moving]
     return lines or ["your work folder already has the latest release"]
+
+
+def _move_answer(cell, name: str, release: Path, work: Path) -> str:
+    """The learner's answer ``cell`` of an exercise moved to notebook ``name``, put into their
+    copy of it unless they answered it there already."""
+    gid = _nbgrader(cell)["grade_id"]
+    path = released(release)[name]
+    stub = next(
+        c for c in nbformat.read(path, as_version=4).cells if _nbgrader(c).get("grade_id") == gid
+    )
+    copy = _copy(path, work)
+    nb = _read(copy)
+    target = next((c for c in nb.cells if _nbgrader(c).get("grade_id") == gid), None)
+    if cell.source == stub.source:
+        return f"{name}: `{gid}` moved here; you had not answered it yet"
+    if target is None or target.source != stub.source:
+        return f"{name}: `{gid}` moved here; your answer here kept, the old one is in the backup"
+    target.source = cell.source
+    nbformat.write(nb, copy)
+    return f"{name}: `{gid}` moved here, with your answer"
 
 
 def _choose(name: str, known: list[str], what: str, where: str = "") -> str:

@@ -15,6 +15,7 @@ from nbformat import NotebookNode
 
 from attnlib.paths import FORMER_NAMES as FORMER_NAMES  # the graders' view of it
 from attnlib.paths import REPO_ROOT as REPO_ROOT
+from attnlib.paths import moved_to as moved_to
 
 SOLUTIONS = REPO_ROOT / "solutions"
 RELEASE = REPO_ROOT / "notebooks"

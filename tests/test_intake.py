@@ -1,16 +1,18 @@
 """Which file of a student's folder is graded as which notebook, the notes that say so, and
 the budgets that bound unpacking hostile zips (issue 23)."""
 
+import json
 import shutil
 import warnings
 import zipfile
 
+import nbformat
 import pytest
 
 from grader import cli, course
 from grader.batch.job import Job, grade
-from grader.course import FORMER_NAMES, release_path
-from grader.intake.rebuild import release_notes
+from grader.course import FORMER_NAMES, grade_id, moved_to, release_path
+from grader.intake.rebuild import rebuild, release_notes, submitted_cells
 from grader.intake.submissions import (
     MARKUP,
     MB,
@@ -106,6 +108,28 @@ def test_an_older_release_says_what_to_do():
     for notes in (unversioned, older):
         assert len(notes) == 1 and "copy your answers into the current release" in notes[0]
     assert "made from release v1" in older[0]
+
+
+def test_an_old_copy_holding_exercises_since_moved_is_graded_without_them_and_says_where():
+    """01 as released before design_keys_values and keys_vs_values moved to 02: their cells
+    are no forgery; a note says where they are graded now. A test cell of an exercise that
+    never was in 01 is still flagged."""
+    nb01, nb02 = (
+        nbformat.read(release_path(n), as_version=4) for n in ("01_soft_lookup", "02_projections")
+    )
+    old = nbformat.read(release_path("01_soft_lookup"), as_version=4)
+    old.cells += [c for c in nb02.cells if moved_to("01_soft_lookup", grade_id(c) or "")]
+    old.cells += [c for c in nb02.cells if grade_id(c) == "test_project"]
+    data = json.loads(nbformat.writes(old))
+    _, found, flags = rebuild(nb01, submitted_cells(data))
+    assert found == dict.fromkeys(("softmax", "hard_lookup", "soft_lookup"), "found")
+    assert flags == ["forged test cell `test_project` (not in the release)"]
+    version = nb01.metadata["attn_release"]["version"]
+    assert release_notes(data, "01_soft_lookup", version, "01_soft_lookup.ipynb") == [
+        f"`{gid}` is now an exercise of 02_projections and graded there: hand it in with "
+        "02_projections.ipynb"
+        for gid in ("design_keys_values", "keys_vs_values")
+    ]
 
 
 # --------------------------------------------------------------------------- budgets

@@ -14,10 +14,11 @@ import nbformat
 import pytest
 
 from attnlib import workspace
-from attnlib.paths import FORMER_NAMES
+from attnlib.paths import FORMER_NAMES, moved_to
 from grader.course import RELEASE, REPO_ROOT
 
 NB = "01_soft_lookup"
+NB02 = "02_projections"  # with a written question
 MINE = "def softmax(x, axis=-1):\n    return 'my answer'\n"
 WRITTEN = "Keys decide *where* to look; values are *what* comes back."
 
@@ -74,13 +75,14 @@ def test_first_launch_copies_the_release_and_never_overwrites(course):
 
 
 def test_update_keeps_answers_and_own_cells_and_backs_up(course):
+    """In notebook 02, which has a written question."""
     release, work = course
     workspace.ensure(release, work)
-    copy = work / NB / f"{NB}.ipynb"
-    _edit(copy, _set_answer("softmax", MINE))
+    copy = work / NB02 / f"{NB02}.ipynb"
+    _edit(copy, _set_answer("project", MINE))
     _edit(copy, _set_answer("keys_vs_values", WRITTEN))
     scratch = nbformat.v4.new_code_cell("print('my own experiment')")
-    anchor = _answer(release / NB / f"{NB}.ipynb", "softmax").id
+    anchor = _answer(release / NB02 / f"{NB02}.ipynb", "project").id
     _edit(copy, lambda nb: nb.cells.insert(
         next(i for i, c in enumerate(nb.cells) if c.id == anchor) + 1, scratch))  # fmt: skip
     old = copy.read_bytes()
@@ -94,15 +96,15 @@ def test_update_keeps_answers_and_own_cells_and_backs_up(course):
         nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")
                     != "keys_vs_values"]  # fmt: skip
 
-    _edit(release / NB / f"{NB}.ipynb", new_release)
+    _edit(release / NB02 / f"{NB02}.ipynb", new_release)
     assert any("newer version" in line for line in workspace.ensure(release, work))
     lines = workspace.update(release, work)
-    assert len(lines) == 1 and lines[0].startswith(f"{NB}: updated; your answers kept: softmax")
+    assert len(lines) == 1 and lines[0].startswith(f"{NB02}: updated; your answers kept: project")
     assert "no longer in the course (only in the backup): keys_vs_values" in lines[0]
 
     cells = _cells(copy)
     assert cells[0].source.endswith("Updated.") and cells[1].source == new_cell.source
-    assert _answer(copy, "softmax").source == MINE
+    assert _answer(copy, "project").source == MINE
     sources = [c.source for c in cells]
     assert sources.index(scratch.source) == sources.index(MINE) + 1, "own cell moved"
     backup = work / lines[0].split("old file in ")[1].removeprefix(f"{work.name}/")
@@ -132,6 +134,30 @@ def test_update_carries_a_renamed_notebook_over_with_its_answers(course):
     backup = work / lines[0].split("old file in ")[1].removeprefix(f"{work.name}/")
     assert _answer(backup, gid).source == MINE
     assert workspace.update(release, work) == ["your work folder already has the latest release"]
+
+
+def test_update_moves_answers_of_exercises_moved_to_another_notebook(course):
+    """A copy of 01 made before design_keys_values and keys_vs_values moved to 02: `update`
+    puts the answers the learner wrote into their copy of 02, and says so."""
+    release, work = course
+    workspace.ensure(release, work)
+    copy, copy02 = (work / n / f"{n}.ipynb" for n in (NB, NB02))
+    moved = [c for c in _cells(copy02)
+             if moved_to(NB, c.metadata.get("nbgrader", {}).get("grade_id", ""))]  # fmt: skip
+    _edit(copy, lambda nb: nb.cells.extend(moved))
+    _edit(copy, _set_answer("keys_vs_values", WRITTEN))
+    manifest = json.loads((work / workspace.MANIFEST).read_text())
+    (work / workspace.MANIFEST).write_text(json.dumps(manifest | {NB: "before the move"}))
+    lines = workspace.update(release, work)
+    assert lines[0].startswith(f"{NB}: updated; your answers kept: none written yet; moved to "
+                               "another notebook: design_keys_values (02_projections), "
+                               "keys_vs_values (02_projections); old file in ")  # fmt: skip
+    assert lines[1:] == [
+        f"{NB02}: `design_keys_values` moved here; you had not answered it yet",
+        f"{NB02}: `keys_vs_values` moved here, with your answer",
+    ]
+    assert _answer(copy02, "keys_vs_values").source == WRITTEN
+    assert workspace.exercises(copy) == ["softmax", "hard_lookup", "soft_lookup"]
 
 
 def test_update_of_an_unreadable_copy_is_one_line_and_loses_nothing(course):

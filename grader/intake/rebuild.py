@@ -19,7 +19,7 @@ import nbformat
 from nbformat import NotebookNode
 from nbgrader.utils import is_grade, is_solution
 
-from grader.course import FORMER_NAMES, grade_id, nbgrader_meta
+from grader.course import FORMER_NAMES, grade_id, moved_to, nbgrader_meta
 from grader.release import METADATA_KEY
 
 Found = Literal["found", "missing"]  # whether an answer cell was in the submission
@@ -138,17 +138,26 @@ UPDATE = "If a check fails that passed for you, copy your answers into the curre
 
 
 def release_notes(data: dict[str, Any], notebook: str, version: str, name: str) -> list[str]:
-    """Notes on the release a submission says it was made from (its metadata)."""
+    """Notes on the release a submission says it was made from (its metadata), and on the
+    answers it holds of exercises since moved to another notebook."""
+    moved = [
+        f"`{gid}` is now an exercise of {new} and graded there: hand it in with {new}.ipynb"
+        for cell in submitted_cells(data)
+        if cell["nbgrader"].get("solution")
+        and isinstance(gid := cell["nbgrader"].get("grade_id"), str)
+        and (new := moved_to(notebook, gid))
+    ]
     meta = _dict(data.get("metadata"))
     made = given if isinstance(given := meta.get(METADATA_KEY), dict) else None
     if made is None and FORMER_NAMES.get(name.removesuffix(".ipynb")) == notebook:
-        return []  # intake's note already says which notebook it is and how it was graded
+        return moved  # intake's note already says which notebook it is and how it was graded
     if made is None:
         return [
             f"`{name}` was made from an older release (no release version); graded as "
-            f"{notebook}. {UPDATE}"
+            f"{notebook}. {UPDATE}",
+            *moved,
         ]
-    notes = []
+    notes = moved
     if made.get("notebook") != notebook:
         notes.append(f"`{name}` says it is {str(made.get('notebook'))[:60]}; graded as {notebook}")
     elif made.get("version") != version:
@@ -202,6 +211,7 @@ def structure_flags(
     instructor's sources, whose hidden test cells legitimately differ from the release."""
     flags = []
     instructor = source_cells or {}
+    notebook = str(_dict(base.metadata.get(METADATA_KEY)).get("notebook"))
     order = [gid for c in base.cells if (gid := grade_id(c))]
     trusted = {grade_id(c): c for c in base.cells if grade_id(c)}
     seen: dict[str, int] = {}
@@ -211,7 +221,7 @@ def structure_flags(
             continue
         seen[gid] = seen.get(gid, 0) + 1
         if gid not in trusted:
-            if cell["nbgrader"].get("grade"):
+            if cell["nbgrader"].get("grade") and not moved_to(notebook, gid):  # moved: a note
                 flags.append(f"forged test cell `{gid}` (not in the release)")
             continue
         ref = trusted[gid]
