@@ -74,7 +74,7 @@ def training_curves(
     import matplotlib.pyplot as plt
 
     if fig is None:
-        fig = plt.figure(figsize=(7.5, 3.6), dpi=90)  # its PNG stays well under the output cap
+        fig = plt.figure(figsize=(7, 3.4))  # its PNG stays well under the output cap
     fig.clear()
     ax = fig.add_subplot()
     ax2 = ax.twinx()

@@ -37,7 +37,8 @@ SLOW_MODULES = {
     "grading": {"test_cluster", "test_validate", "test_grade_some", "test_totals_export",
                 "test_sandbox", "test_attacks_leaks", "test_attacks_limits", "test_autograde"},
 }  # fmt: skip
-SLOW_FIXTURES = {"graded": "graded", "small_class": "grading", "validated": "grading"}
+SLOW_FIXTURES = {"graded": "graded", "small_class": "grading", "validated": "grading",
+                 "figures": "grading"}  # fmt: skip
 # Quick modules' tests that build a release (notebooks/ or the trusted release cache, cold in a
 # fresh clone), start a kernel, or run a notebook's experiment on the shipped weights.
 SLOW_TESTS = {
@@ -48,6 +49,8 @@ SLOW_TESTS = {
                    "test_a_student_answer_keeps_the_demo_cell_whose_name_it_reads",
                    "test_an_unclear_answer_or_the_setting_runs_every_cell"},
     "test_kvcache": {"test_the_eviction_claims_of_notebook_09_hold_for_the_shipped_weights"},
+    "test_demo_messages": {
+        "test_a_demo_cell_names_the_exercise_whose_result_has_the_wrong_shape"},
     "test_checks_framework": {
         "test_learner_sees_one_line_per_unwritten_exercise_in_a_real_kernel",
         "test_cells_after_a_failed_check_point_back_to_it_in_one_line",

@@ -3,7 +3,9 @@
 ``install`` (called when ``attnlib.checks`` is imported) sets one IPython exception handler: a
 failed check, a call to an unwritten exercise, a misnamed answer and an error in a later cell
 that needs an unfinished exercise (directly, or through what earlier cells computed from it)
-each show as one red line, hint first; any other error keeps its ordinary traceback. A cell
+each show as one red line, hint first (so does an error in a cell that needs an exercise whose
+check has not passed since its answer cell last ran: a result of the wrong shape stops a demo
+cell there, and names the exercise); any other error keeps its ordinary traceback. A cell
 that stops this way shows no half-drawn figure. The line is wrapped at ``WIDTH`` columns, so
 that `nbgrader validate` in a terminal (which cuts lines at ``Validator.width`` - 3, indent
 included) shows it whole; a warning the learner's function gave meanwhile is folded into it.
@@ -16,6 +18,7 @@ import sys
 import textwrap
 
 FAILED: dict = {}  # exercise -> the learner's function whose visible check last failed
+PASSED: dict = {}  # exercise -> the learner's function whose visible check last passed
 WARNED: dict = {}  # (function, warning text) -> the first such warning of this cell's calls
 _CHECK_FAILED = AssertionError  # the checks' own exception class, set by ``install``
 # The red message's width: `nbgrader validate` indents it by 4 and cuts lines at
@@ -105,6 +108,32 @@ def _unfinished(namespace) -> dict[str, str]:
         if namespace.get(name) is fn:
             found.setdefault(name, "hasn't passed its check")
     return found
+
+
+def note_passed(name) -> None:
+    """``name``'s visible check passed: keep which of the learner's functions it passed."""
+    FAILED.pop(name, None)
+    shell = _shell()
+    if shell is not None:
+        PASSED[name] = shell.user_ns.get(name)
+
+
+def _exercises() -> set[str]:
+    """The exercises of the notebooks whose checks are imported (``check_<name>``)."""
+    modules = [m for n, m in list(sys.modules.items()) if n.startswith("attnlib.checks.nb")]
+    return {n.removeprefix("check_") for m in modules for n in vars(m) if n.startswith("check_")}
+
+
+def _unchecked(namespace) -> dict[str, str]:
+    """{exercise: why}: written exercises whose function in ``namespace`` never passed its
+    check (it was not run, or the answer cell ran again since)."""
+    return {
+        name: "hasn't passed its check yet"
+        for name in sorted(_exercises())
+        if (code := getattr(namespace.get(name), "__code__", None)) is not None
+        and from_cell(code)
+        and PASSED.get(name) is not namespace[name]
+    }
 
 
 def _statements(source: str) -> list:
@@ -258,6 +287,9 @@ def _explain(shell, etype, value, tb) -> str | None:
     cells = shell.history_manager.input_hist_parsed
     if unfinished and (names := needed(cells, unfinished, cell and cell.tb_lineno)):
         return _needs_message(names, unfinished, value)
+    unchecked = _unchecked(namespace)
+    if unchecked and (names := needed(cells, unchecked, cell and cell.tb_lineno)):
+        return _needs_message(names, unchecked, value)
     return None
 
 
@@ -284,16 +316,21 @@ def _one_line(shell, etype, value, tb, tb_offset=None):
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
 
 
+def _shell():
+    """The running IPython shell, or None (plain Python: ordinary tracebacks are fine)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
 def install(check_failed) -> None:
     """Set the handler in the running IPython, if any (``check_failed``: the checks' own
     exception class). The grader's kernel snapshots this handler after the imports."""
     global _CHECK_FAILED
     _CHECK_FAILED = check_failed
-    try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python: ordinary tracebacks are fine
-        return
-    shell = get_ipython()
+    shell = _shell()
     if shell is not None:
         shell.set_custom_exc((Exception,), _one_line)
         shell.events.register("pre_run_cell", _forget_warnings)

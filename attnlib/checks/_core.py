@@ -256,7 +256,7 @@ def reject_known(out, wrongs, name, what):
 
 def passed(name, n_hidden=True):
     """Say what passed, and that hidden checks still come at grading time."""
-    _cells.FAILED.pop(name, None)
+    _cells.note_passed(name)
     tail = " Hidden checks run when your notebook is graded." if n_hidden else ""
     print(f"✓ `{name}`: all visible checks passed.{tail}")
     if warned := _cells.warned():  # worth a look, yet no failure: not on stderr, which fails

@@ -82,7 +82,8 @@ def test_the_written_question_points_at_the_sections_that_measure_it():
 
 
 def test_the_trained_model_maps_are_readable_and_fit_the_output_cap(monkeypatch):
-    """Issue 24: the four maps were drawn at 72 dpi with ticks about 6 px tall."""
+    """Issue 24: the four maps were drawn at 72 dpi with ticks about 6 px tall; issue 47: at
+    100 dpi (tests/test_figures.py), a PNG of about two thirds of the cap, one per cell."""
     import base64
     import io
 
@@ -109,10 +110,10 @@ def test_the_trained_model_maps_are_readable_and_fit_the_output_cap(monkeypatch)
     for fig in figures:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", bbox_inches="tight", dpi=fig.dpi)
-        assert len(base64.b64encode(buf.getvalue())) < 0.6 * cap
+        assert len(base64.b64encode(buf.getvalue())) < 0.7 * cap
         ticks = [t for ax in fig.axes[:2] for t in ax.get_xticklabels() + ax.get_yticklabels()]
         assert min(t.get_fontsize() * fig.dpi / 72 for t in ticks if t.get_visible()) >= 10
-    assert len(figures) == 2 and all(fig.dpi >= 80 for fig in figures)
+    assert len(figures) == 2 and all(fig.dpi >= 100 for fig in figures)
     plt.close("all")
 
 
