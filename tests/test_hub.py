@@ -763,6 +763,21 @@ def test_points_set_in_formgrader_reach_the_hub_s_totals(hub):
     assert _points(hub) == {RIGHT: before[RIGHT] + 0.5, WRONG: before[WRONG] + 1.0}
 
 
+def test_the_instructor_s_formgrader_page_runs_only_its_own_scripts(hub):
+    """On the hub too, an attendee's submission page comes with the course's policy
+    (grader/results/formgrade_csp.py; tests/test_formgrader.py tries it in Chromium)."""
+    if INSTRUCTOR not in hub.sessions:  # this test alone
+        hub.sign_in(INSTRUCTOR)
+    listed = hub.call(INSTRUCTOR, "GET", f"formgrader/api/submitted_notebooks/{NB}/{NB}").json()
+    sid = next(s["id"] for s in listed if s["student"] == WRONG)
+    page = hub.call(INSTRUCTOR, "GET", f"formgrader/submissions/{sid}/")
+    policy = page.headers.get("Content-Security-Policy", "")
+    assert "script-src 'self' 'unsafe-hashes' 'sha256-" in policy, policy
+    assert "'unsafe-inline'" not in policy.split("; style-src")[0], policy
+    listing = hub.call(INSTRUCTOR, "GET", "formgrader/api/assignments")
+    assert "script-src" not in listing.headers.get("Content-Security-Policy", "")
+
+
 def test_feedback_reaches_the_attendees(hub):
     hub.as_instructor("feedback", NB)
     points = _points(hub)
@@ -817,6 +832,7 @@ def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tm
     "pending", not nbgrader's "Score: 0.0 / 2.0"; bob's unanswered one is a real 0. No hub
     runs: the same command on a copy of the small graded class."""
     from fixtures.small_class import AUTOGRADED, WRITTEN, copy_out
+    from fixtures.small_class import NB as CLASS_NB
 
     from hub import instructor
 
@@ -827,10 +843,10 @@ def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tm
     shutil.copyfile(REPO_ROOT / "nbgrader_config.py", s.private_course / "nbgrader_config.py")
     (s.profiles / "instructor").mkdir(parents=True)
     (s.profiles / "instructor" / "nbgrader_config.py").write_text(instructor._nbgrader_config(s))
-    assert instructor._nbgrader(s, "generate_feedback", NB, "--force") == 0
+    assert instructor._nbgrader(s, "generate_feedback", CLASS_NB, "--force") == 0
 
     def scores(student):
-        page = (s.course_root / "feedback" / student / NB / f"{NB}.html").read_text()
+        page = (s.course_root / "feedback" / student / CLASS_NB / f"{CLASS_NB}.html").read_text()
         return re.findall(r"Score: ([^<)]*?) / ([\d.]+)", page)
 
     written = f"{WRITTEN.max_points:.1f}"
