@@ -137,7 +137,7 @@ class Explorer:
         names = ", ".join(t.name for t in self.texts if t.name)
         return f"<attention-map explorer: {self.title}{f' ({names})' if names else ''}>"
 
-    def figure(self, text=0, title=None, size=2.4, dpi=100):
+    def figure(self, text=0, title=None, size=2.4, dpi=72):
         """The static figure: every layer's and head's map of one text, labelled with its
         tokens (thinned so that no two labels collide), titled ``title`` (say what to look
         for). Returns the matplotlib figure."""
@@ -208,7 +208,7 @@ def _tick_step(T, inches, fontsize):
     return max(1, math.ceil(T * fontsize / (inches * 72)))
 
 
-def map_grid(text, title, size=2.4, dpi=100):
+def map_grid(text, title, size=2.4, dpi=72):
     """Every layer's (rows) and head's (columns) map of one :class:`Text`: rows queries,
     columns keys, both labelled with the tokens on the outer maps; masked cells grey."""
     import matplotlib.pyplot as plt

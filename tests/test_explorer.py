@@ -195,7 +195,8 @@ def test_the_static_figure_labels_tokens_without_collisions(models, real, which)
     bottom_left, top_left = fig.axes[4], fig.axes[0]  # 2 layers x 4 heads, then the colour bar
     for axis, ticks in ((0, bottom_left.get_xticklabels()), (1, top_left.get_yticklabels())):
         ticks = [t for t in ticks if t.get_visible() and t.get_text()]
-        assert len(ticks) >= min(len(labels), 12), "too few labels to read the text by"
+        # 8 pt labels (tests/test_figures.py) fit every second token of a short text
+        assert len(ticks) >= min(len(labels), 24) // 2, "too few labels to read the text by"
         for t in ticks:  # each label is the token at its position
             assert t.get_text() == shown[round(t.get_position()[axis])]
         assert not _overlaps([t.get_window_extent(renderer) for t in ticks])
