@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -51,6 +52,7 @@ class Recipe:
     weight_decay: float = 0.1
     every: int = 250  # steps between two evaluations of items 1–3
     bpe_merges: int = 0  # 0: characters are tokens
+    rope_layers: tuple[int, ...] = (0, 1)  # layers whose queries and keys RoPE rotates
     model: dict[str, int] = field(default_factory=lambda: dict(d_model=64, n_layers=2, n_heads=4))
 
     @property
@@ -84,9 +86,11 @@ def phased_batches(ids: torch.Tensor, recipe: Recipe) -> Batches:
 
 def build(recipe: Recipe, vocab: int, seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
-    model: torch.nn.Module = TinyTransformer(
-        vocab, **recipe.model, rope=True, mlp=False, max_len=recipe.T
-    )
+    tiny = TinyTransformer(vocab, **recipe.model, rope=True, mlp=False, max_len=recipe.T)
+    for layer, block in enumerate(tiny.blocks):
+        attn: Any = block.attn  # attnlib's CausalSelfAttention, untyped
+        attn.rope = layer in recipe.rope_layers  # a flag read at every call: no weights
+    model: torch.nn.Module = tiny
     return model
 
 
