@@ -1,8 +1,9 @@
 # attnlib is untyped (pyproject checks only grader/ and hub/): its calls are Any here.
 # mypy: disable-error-code="no-untyped-call"
 """Every layer-1 head of a trained recipe's saved weights, on the held-out text of
-:mod:`.evaluate`: induction score at each period, and the held-out loss it costs when
-ablated (whether one head copies or several share the work).
+:mod:`.evaluate`: induction score at each period, the held-out loss it costs when ablated
+(whether one head copies or several share the work), and where its second-copy queries
+look: the induction position, BOS, the first copy in all (batch mean).
 
 ``python -m recipes.real_text_induction.heads <recipe module name> [--seed 0]``
 """
@@ -16,6 +17,19 @@ import torch
 from attnlib import realsource
 from recipes.real_text_induction.common import Recipe, build, tokenize
 from recipes.real_text_induction.evaluate import INDUCTION_LAYER, PERIODS, mean_loss, repeat_scores
+
+
+def split(model: torch.nn.Module, tokens: torch.Tensor, period: int, head: int) -> str:
+    """Where head ``(1, head)``'s second-copy queries put their weight on ``[BOS] + r + r``."""
+    _, weights = model.attention(tokens)  # type: ignore[operator]
+    A = weights[INDUCTION_LAYER][:, head]  # [B, T, T]
+    rows = torch.arange(period + 1, 2 * period + 1)
+    shares = {
+        "induction": A[:, rows, rows - period + 1],
+        "BOS": A[:, rows, 0],
+        "first copy": A[:, rows, 1 : period + 1].sum(-1),
+    }
+    return " ".join(f"{k} {v.mean().item():.3f}" for k, v in shares.items())
 
 
 def main() -> None:
@@ -40,6 +54,8 @@ def main() -> None:
         cost = (mean_loss(ablated, held.natural) - base) * held.natural_tokens_per_char
         induction = " ".join(f"induction_{p} {scores[p][head]:.3f}" for p in PERIODS)
         print(f"head {INDUCTION_LAYER}.{head}: {induction} ablation {cost:+.4f}")
+        for p in PERIODS:
+            print(f"    period {p}: {split(model, held.repeats[p], p, head)}")
 
 
 if __name__ == "__main__":
