@@ -3,7 +3,9 @@
 """Every layer-1 head of a trained recipe's saved weights, on the held-out text of
 :mod:`.evaluate`: induction score at each period, the held-out loss it costs when ablated
 (whether one head copies or several share the work), and where its second-copy queries
-look: the induction position, BOS, the first copy in all (batch mean).
+look: the induction position, BOS, the first copy in all (batch mean). Then the same scores
+on repeats of random tokens instead of held-out text (the usual test of an induction head,
+where the token to match on rarely recurs in r): is the head soft, or is the text ambiguous?
 
 ``python -m recipes.real_text_induction.heads <recipe module name> [--seed 0]``
 """
@@ -15,8 +17,15 @@ from pathlib import Path
 import torch
 
 from attnlib import realsource
+from attnlib.realtext import BOS
 from recipes.real_text_induction.common import Recipe, build, tokenize
-from recipes.real_text_induction.evaluate import INDUCTION_LAYER, PERIODS, mean_loss, repeat_scores
+from recipes.real_text_induction.evaluate import (
+    INDUCTION_LAYER,
+    PERIODS,
+    REPEAT_BATCH,
+    mean_loss,
+    repeat_scores,
+)
 
 
 def split(model: torch.nn.Module, tokens: torch.Tensor, period: int, head: int) -> str:
@@ -30,6 +39,12 @@ def split(model: torch.nn.Module, tokens: torch.Tensor, period: int, head: int) 
         "first copy": A[:, rows, 1 : period + 1].sum(-1),
     }
     return " ".join(f"{k} {v.mean().item():.3f}" for k, v in shares.items())
+
+
+def random_repeats(vocab: int, period: int) -> torch.Tensor:
+    """``[BOS] + r + r``, r ``period`` uniformly random non-BOS tokens, batch 64 (seed 0)."""
+    r = torch.randint(1, vocab, (REPEAT_BATCH, period), generator=torch.Generator().manual_seed(0))
+    return torch.cat([torch.full((REPEAT_BATCH, 1), BOS), r, r], 1)
 
 
 def main() -> None:
@@ -56,6 +71,10 @@ def main() -> None:
         print(f"head {INDUCTION_LAYER}.{head}: {induction} ablation {cost:+.4f}")
         for p in PERIODS:
             print(f"    period {p}: {split(model, held.repeats[p], p, head)}")
+    for p in PERIODS:
+        per_head, gain = repeat_scores(model, random_repeats(vocab, p), p)
+        listed = " ".join(f"{x:.3f}" for x in per_head)
+        print(f"random tokens, period {p}: induction of each head {listed}; gain {gain:.3f}/token")
 
 
 if __name__ == "__main__":
