@@ -180,6 +180,7 @@ def test_the_measuring_cell_and_the_png_reader_see_what_a_learner_sees():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.close("all")  # the measuring cell reads every open figure: other tests' too
     fig, ax = plt.subplots(figsize=(2, 2), dpi=80)
     ax.set_xticks(range(20), [f"label {i}" for i in range(20)])
     ax.set_title("crowded labels here", fontsize=6)

@@ -831,7 +831,7 @@ def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tm
     config (``instructor._nbgrader_config``): alice's written answer, not graded yet, shows
     "pending", not nbgrader's "Score: 0.0 / 2.0"; bob's unanswered one is a real 0. No hub
     runs: the same command on a copy of the small graded class."""
-    from fixtures.small_class import AUTOGRADED, WRITTEN, copy_out
+    from fixtures.small_class import BEFORE, WRITTEN, copy_out
     from fixtures.small_class import NB as CLASS_NB
 
     from hub import instructor
@@ -852,8 +852,8 @@ def test_hub_feedback_shows_a_written_answer_to_grade_as_pending(small_class, tm
     written = f"{WRITTEN.max_points:.1f}"
     assert ("pending", written) in scores("alice")
     assert ("0.0", written) not in scores("alice")
-    most = AUTOGRADED + WRITTEN.max_points
-    whole = (f"{AUTOGRADED:.1f} + {WRITTEN.max_points:g} pending", f"{most:.1f}")
+    most = BEFORE + WRITTEN.max_points
+    whole = (f"{BEFORE:.1f} + {WRITTEN.max_points:g} pending", f"{most:.1f}")
     assert scores("alice")[0] == whole  # the notebook's score, heading the page
     assert ("0.0", written) in scores("bob") and "pending" not in str(scores("bob"))
 
