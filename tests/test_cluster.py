@@ -220,12 +220,22 @@ def test_a_notebook_that_kills_its_workers_is_not_graded_and_resumes(
     assert slow and all(r["points"] == "0" and "Not graded" in r["message"] for r in slow)
     flags = _results(out)["slow"]["flags"]
     assert flags == [f"Dask workers died {ALLOWED_FAILURES + 1} times grading this notebook"]
-    others = [r for r in rows if r["student"] != "slow"]
-    assert others == [r for r in csv.DictReader(local[0].splitlines()) if r["student"] != "slow"]
+    # Dask counts a worker's death against every task it had been given, the one queued
+    # behind the killer too: such a neighbour may end "Not graded" in this run (never
+    # wrongly graded), and the rerun grades it.
+    crashed = {r["student"] for r in rows if "the grader crashed" in r["message"]} - {"slow"}
+    assert len(crashed) <= 1, crashed
+    mine = [r for r in rows if r["student"] not in crashed | {"slow"}]
+    here = [
+        r
+        for r in csv.DictReader(local[0].splitlines())
+        if r["student"] in {m["student"] for m in mine}
+    ]
+    assert mine == here
 
     _wait_for_workers(client)
     stdout, _ = _finish(started(subs, out, "--scheduler", address))
-    assert f"({len(cluster_class.STUDENTS) - 1} reused" in stdout
+    assert f"({len(cluster_class.STUDENTS) - 1 - len(crashed)} reused" in stdout
     assert _grades(out) == local[0]
 
 
