@@ -644,10 +644,15 @@ def test_interrupted_run_resumes_without_regrading(graded, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     _wait_for_a_result(proc, out)
+    mine = f"attn-grade-{proc.pid}-*"  # a job's folder, made as each notebook starts
+    deadline = time.monotonic() + 60
+    while not list(Path(tempfile.gettempdir()).glob(mine)) and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be killed mid-notebook"
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "grades.csv").exists()
-    left = list(Path(tempfile.gettempdir()).glob(f"attn-grade-{proc.pid}-*"))
+    left = list(Path(tempfile.gettempdir()).glob(mine))
     assert left, "the killed run's temporary folder is not where the next run looks"
     finished = len(list((out / "work" / "results").glob("*/*.json")))
     resumed = _grade(small, out)
