@@ -407,6 +407,15 @@ def test_learner_sees_no_instructor_tools(lab, page):
     assert lab.status("formgrader") == 404, "formgrader's server extension must be off"
 
 
+def _whole_json(data: bytes):
+    """A file's JSON, or None while it is being written (jupyter_server's atomic writing
+    keeps a backup but rewrites the file in place: it can be read empty or in part)."""
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError:
+        return None
+
+
 def test_saving_writes_the_learner_copy_never_the_release(lab, page):
     first = released(lab.release)[0]
     copy = lab.work / first / f"{first}.ipynb"
@@ -414,10 +423,10 @@ def test_saving_writes_the_learner_copy_never_the_release(lab, page):
     _open_notebook(page, f"{first}/{first}.ipynb")
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + STEP / 1000
-    while copy.read_bytes() == before:
+    while (now := copy.read_bytes()) == before or (saved := _whole_json(now)) is None:
         assert time.monotonic() < deadline, "JupyterLab did not save the notebook"
         time.sleep(0.2)
-    assert "version" in json.loads(copy.read_text())["metadata"]["language_info"]
+    assert "version" in saved["metadata"]["language_info"]
     for path in sorted(RELEASE.glob("*/*.ipynb")):  # the copy's release is still the shipped one
         shipped = lab.release / path.relative_to(RELEASE)
         assert shipped.read_bytes() == path.read_bytes(), f"{shipped} changed"
