@@ -31,4 +31,4 @@ c.Validator.width = 80
 
 # Validate's settings (the Execute and Validator sections above) reach learners from here
 # only: the student bundle and the workshop server's attendee profile copy them
-# (grader.bundle.validate_config), so change them here, and nowhere else.
+# (grader.commands.bundle.validate_config), so change them here, and nowhere else.

@@ -1,7 +1,7 @@
 """The kernel side of grading: everything here runs INSIDE a student's kernel.
 
 It shares the process with the student's code, so nothing here is trusted by the grader:
-it is instrumentation, the second line behind the OS sandbox (``grader.sandbox``).
+it is instrumentation, the second line behind the OS sandbox (``grader.run.sandbox``).
 
 - ``boot``: ``python -m grader.kernel -f CONNECTION_FILE``, the kernel's entry point: resource
   limits, the stream to the grader, the audit policy, then an ordinary IPython kernel.
@@ -15,7 +15,7 @@ it is instrumentation, the second line behind the OS sandbox (``grader.sandbox``
   grader's functions asked for by notebook code.
 - ``tamper``: what checks rely on, snapshotted at start, so changes are reported.
 - ``recorders``: what test cells run: they call the learner's functions and record what
-  happened; the trusted judge (``grader.judge``) decides the grade outside the kernel.
+  happened; the trusted judge (``grader.judging.judge``) decides the grade outside the kernel.
 - ``torchwatch``: torch's function and dispatch modes, pushed while a graded call runs, so
   the shortcut tripwire sees torch's builtins however the learner's code reaches them.
 """

@@ -1,8 +1,9 @@
 """``python -m grader.kernel -f CONNECTION_FILE``: a student's kernel, set up before any of
 the student's code runs.
 
-Its settings come as JSON in ``ATTN_KERNEL`` (see ``grader.sandbox.kernel_settings``): the
-grader's stream socket, the roots it may read and write, resource limits and the seed.
+Its settings come as JSON in ``ATTN_KERNEL`` (``grader.run.execute.KernelSettings``, made by
+``grader.run.kernelrun``): the grader's stream socket, the roots it may read and write, resource
+limits and the seed.
 """
 
 import json
@@ -13,7 +14,7 @@ import sys
 def _die_with_parent() -> None:
     """Linux: this kernel gets SIGKILL when the process that started it dies. Not
     ``grader.lifeline``: the sandbox lets a kernel read only ``grader/kernel/`` of the grader
-    (``grader.sandbox.read_roots``)."""
+    (``grader.run.sandbox.read_roots``)."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
