@@ -37,8 +37,9 @@ grader-setup: $(GRADER_STAMP)
 test-setup: $(TEST_STAMP)
 
 # The learner's own copy: work/ (git-ignored), made from notebooks/ on the first `make lab`.
+# LAB_OPTIONS go to JupyterLab: make lab LAB_OPTIONS="--port 8899 --no-browser".
 lab: setup
-	$(PY) -m attnlib.lab
+	$(PY) -m attnlib.lab $(LAB_OPTIONS)
 
 update: setup
 	$(PY) -m attnlib.lab update
@@ -67,7 +68,7 @@ grade: grader-setup sandbox
 	  $(if $(ROSTER),--roster $(ROSTER))
 
 formgrader: grader-setup
-	$(PY) -m grader formgrader $(OUT)
+	$(PY) -m grader formgrader $(OUT) $(if $(PORT),--port=$(PORT)) $(if $(IP),--ip=$(IP))
 
 totals: grader-setup
 	$(PY) -m grader totals $(OUT)

@@ -2,7 +2,8 @@
 
 The host (as root):      start, end
 An instructor (in a terminal of their Lab on the hub):
-                         release NOTEBOOK..., grade NOTEBOOK..., feedback NOTEBOOK..., totals
+                         release NOTEBOOK..., grade NOTEBOOK... [--scheduler ADDRESS],
+                         feedback NOTEBOOK..., totals
 """
 
 import argparse
@@ -49,7 +50,15 @@ def _parser() -> argparse.ArgumentParser:
         ("grade", "collect and grade with the course grader"),
         ("feedback", "generate and release the feedback"),
     ):
-        sub.add_parser(name, help=summary).add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+        command = sub.add_parser(name, help=summary)
+        command.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
+        if name == "grade":
+            command.add_argument(
+                "--scheduler",
+                metavar="ADDRESS",
+                help="grade on the Dask cluster whose scheduler is at ADDRESS, e.g. "
+                "tcp://head:8786, outside this server's limits (default: inside them)",
+            )
     sub.add_parser("totals", help="hand-entered points into grading/'s outputs")
     return parser
 
@@ -84,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "totals":
             return instructor.totals(s)
+        if args.command == "grade":
+            return instructor.grade(s, args.notebooks, args.scheduler)
         command: Callable[[settings.Settings, list[str]], int] = getattr(instructor, args.command)
         return command(s, args.notebooks)
     except SetupError as err:

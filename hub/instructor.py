@@ -24,6 +24,7 @@ course grader takes that time over the student's own ``timestamp.txt``
 """
 
 import functools
+import importlib.util
 import logging
 import os
 import pwd
@@ -374,25 +375,52 @@ def _record_submissions(s: Settings, assignment: str, students: list[str]) -> No
                     shutil.copyfile(submitted / name, graded / name)
 
 
-def grade(s: Settings, assignments: list[str]) -> int:
+def grade(s: Settings, assignments: list[str], scheduler: str | None = None) -> int:
     """Collect, then grade with the course grader into ``grading/``; safe to interrupt and
-    rerun (``hub.graderun``)."""
+    rerun (``hub.graderun``). With ``scheduler`` (a Dask scheduler's address) the notebooks
+    are graded on that cluster's workers, not inside this instructor's server and its limits
+    (``--cpus``, ``--memory-mb``, ``--processes``)."""
     known = course.assignments()
     unknown = [a for a in assignments if a not in known]
     if unknown:
         print(f"error: unknown notebook {unknown[0]!r}; the course has: {', '.join(known)}",
               file=sys.stderr)  # fmt: skip
         return 2
+    if scheduler is not None and (problem := _cluster_problem(scheduler)):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     with graderun.one_at_a_time(s.grading):
         if graderun.begin(s.grading):
             log.warning("an earlier `hub grade` was interrupted: its gradebook changes are undone")
-        code = _collect_and_grade(s, assignments)
+        code = _collect_and_grade(s, assignments, scheduler)
         if code == 0:
             graderun.finish(s.grading)
     return code
 
 
-def _collect_and_grade(s: Settings, assignments: list[str]) -> int:
+def _cluster_problem(scheduler: str) -> str:
+    """Why ``--scheduler`` cannot be used from here, or "" (the address itself is tried by
+    the grader, which says in one line when it cannot reach it)."""
+    if not scheduler.strip():
+        return "--scheduler needs a Dask scheduler's address, e.g. tcp://head:8786"
+    if importlib.util.find_spec("distributed") is None:
+        return (
+            "--scheduler needs Dask, which the hub's environment lacks: on the host, run "
+            "`make grader-setup`, then `make hub` again (it rebuilds the environment)"
+        )
+    return ""
+
+
+def grader_command(s: Settings, assignments: list[str], scheduler: str | None) -> list[str]:
+    """The course grader's autograde of ``assignments`` into the grading folder."""
+    # The grading folder is the instructors' group's (hub.instructor.prepare), not one's.
+    return [sys.executable, "-m", "grader", "autograde", str(s.collected),
+            "--out", str(s.grading), "--notebooks", *assignments,
+            "--GraderSettings.private_outputs=False",
+            *(["--scheduler", scheduler] if scheduler else [])]  # fmt: skip
+
+
+def _collect_and_grade(s: Settings, assignments: list[str], scheduler: str | None = None) -> int:
     staged = {}
     for a in assignments:
         if code := _nbgrader(s, "collect", a, "--update"):
@@ -402,10 +430,7 @@ def _collect_and_grade(s: Settings, assignments: list[str]) -> int:
     if not any(staged.values()):
         print("nothing to grade: no student has submitted these notebooks yet")
         return 0
-    # The grading folder is the instructors' group's (hub.instructor.prepare), not one's.
-    cmd = [sys.executable, "-m", "grader", "autograde", str(s.collected),
-           "--out", str(s.grading), "--notebooks", *assignments,
-           "--GraderSettings.private_outputs=False"]  # fmt: skip
+    cmd = grader_command(s, assignments, scheduler)
     grader = subprocess.run(cmd, cwd=s.private_course, preexec_fn=graderun.dies_with_parent)
     if grader.returncode:
         return grader.returncode

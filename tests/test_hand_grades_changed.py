@@ -11,28 +11,20 @@ answers, are checked without a kernel.
 
 import json
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
 from fixtures.small_class import NB, STUDENTS, WRITTEN, copy_out
 from nbgrader.api import Gradebook
+from test_deadlines import _cli  # the one `python -m grader` helper of the tests
 
-from grader.course import REPO_ROOT, exercises, release_path, source_path
+from grader.course import exercises, release_path, source_path
 from grader.results import csvfile, gradebook, handgrades
 from grader.results.result import Result
 
 TEST = {e.grade_id: e.test_ids[0] for e in exercises(NB) if e.autograded}
 FIRST, SECOND = list(TEST)[:2]  # bob changes FIRST's answer; alice's SECOND is overridden
 LINE = f"bob/{NB} {FIRST}: graded by hand on an earlier submission; check again in formgrader"
-
-
-def _cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
 
 
 def _with_answer(exercise):

@@ -44,6 +44,41 @@ def test_grading_an_unknown_notebook_lists_the_known_ones(tmp_path, capsys):
     assert not any(tmp_path.iterdir()), "nothing may be made for a refused command"
 
 
+def test_grade_with_a_scheduler_grades_on_that_cluster(tmp_path, monkeypatch):
+    """`python -m hub grade --scheduler ADDRESS` hands the address to the course grader, so
+    the notebooks run on the cluster's workers, not inside the instructor's server."""
+    from hub import cli
+
+    seen = {}
+    monkeypatch.setattr(instructor, "grade", lambda s, notebooks, scheduler=None: seen.update(
+        notebooks=notebooks, scheduler=scheduler) or 0)  # fmt: skip
+    monkeypatch.setattr(settings, "load", lambda root: settings.Settings(root=tmp_path))
+    assert cli.main(["grade", "01_soft_lookup", "--scheduler", "tcp://head:8786"]) == 0
+    assert seen == {"notebooks": ["01_soft_lookup"], "scheduler": "tcp://head:8786"}
+    assert cli.main(["grade", "01_soft_lookup"]) == 0 and seen["scheduler"] is None
+    s = settings.Settings(root=tmp_path)
+    local = instructor.grader_command(s, ["01_soft_lookup"], None)
+    assert "--scheduler" not in local
+    on_cluster = instructor.grader_command(s, ["01_soft_lookup"], "tcp://head:8786")
+    assert on_cluster == [*local, "--scheduler", "tcp://head:8786"]
+
+
+def test_grade_with_a_scheduler_it_cannot_use_says_why_in_one_line(tmp_path, capsys, monkeypatch):
+    s = settings.Settings(root=tmp_path)
+    assert instructor.grade(s, ["01_soft_lookup"], " ") == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == ["error: --scheduler needs a Dask scheduler's address, e.g. tcp://head:8786"]
+    import importlib.util
+
+    real = importlib.util.find_spec
+    no_dask = lambda name, *a: None if name == "distributed" else real(name, *a)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", no_dask)
+    assert instructor.grade(s, ["01_soft_lookup"], "tcp://head:8786") == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "the hub's environment lacks" in said[0], said
+    assert not any(tmp_path.iterdir()), "nothing may be made for a refused command"
+
+
 def test_cgroup_limits_are_the_settings():
     s = settings.Settings()
     bounds = limits.Limits(s.memory_mb, s.cpus, s.processes)

@@ -33,3 +33,40 @@ def test_actions_are_parsed_whole_and_refuse_jupyter_options(capsys):
     with pytest.raises(SystemExit):
         lab._split(["update", "--port", "8899"])
     assert "unrecognized arguments: --port 8899" in capsys.readouterr().err
+
+
+def _make_line(*args):
+    """The command `make ARGS` would run last (make -n: printed, nothing run)."""
+    import shutil
+    import subprocess
+
+    from grader.course import REPO_ROOT
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    proc = subprocess.run(["make", "-n", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1].split()
+
+
+def test_make_lab_passes_lab_options_to_jupyter_lab():
+    line = _make_line("lab", "LAB_OPTIONS=--port 8899 --no-browser")
+    assert line[1:] == ["-m", "attnlib.lab", "--port", "8899", "--no-browser"]
+    args, passed = lab._split(line[3:])
+    assert args.action is None and passed == ["--port", "8899", "--no-browser"]
+    assert _make_line("lab")[1:] == ["-m", "attnlib.lab"]
+
+
+def test_make_formgrader_takes_out_port_and_ip_to_jupyter_lab():
+    import argparse
+
+    from grader.commands import formgrader
+
+    line = _make_line("formgrader", "OUT=graded", "PORT=8899", "IP=0.0.0.0")
+    assert line[1:] == ["-m", "grader", "formgrader", "graded", "--port=8899", "--ip=0.0.0.0"]
+    parser = argparse.ArgumentParser()
+    formgrader.add_arguments(parser)
+    args = parser.parse_args(line[4:])
+    assert args.out == Path("graded") and args.jupyter_args == ["--port=8899", "--ip=0.0.0.0"]
+    assert _make_line("formgrader", "OUT=graded")[1:] == ["-m", "grader", "formgrader", "graded"]
