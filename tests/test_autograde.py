@@ -30,10 +30,10 @@ from fixtures.batch import grade as _grade
 from fixtures.batch import rows as _rows
 from fixtures.validate import failed_cells
 
-from grader.batch.job import NOT_RUN
 from grader.course import RELEASE, REPO_ROOT, assignments, exercises
 from grader.judging.judge import FAILED_IN_KERNEL, WITHHELD
 from grader.results import csvfile
+from grader.results.messages import NOT_RUN
 from grader.results.report import feedback_path
 
 WRITTEN_IN = "02_projections"  # the notebook of the written answer keys_vs_values

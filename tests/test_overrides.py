@@ -135,7 +135,7 @@ def test_a_short_run_the_deadline_cuts_short_says_the_time_ran_out(monkeypatch, 
     from contextlib import nullcontext
     from types import SimpleNamespace
 
-    from grader.batch import job
+    from grader.results import messages
     from grader.run import execute
 
     clock = [0.0]
@@ -161,6 +161,6 @@ def test_a_short_run_the_deadline_cuts_short_says_the_time_ran_out(monkeypatch, 
         assert 1 not in status
         return
     assert status[1] == {"status": "deadline"}
-    message = job._test_status_message("check", status[1], SETTINGS)
+    message = messages.check_cell_stopped("check", status[1]["status"], SETTINGS)
     assert message.startswith("Not graded: the notebook ran out of its time budget (60 s, ")
     assert "notebook_timeout" in message

@@ -56,7 +56,6 @@ TAMPERED = "grader instrumentation tampered"
 # What a notebook's kernels may take past notebook_timeout, its runs together: each run's
 # last cell (a second), a kernel stopped and its sandbox's processes and folders removed.
 KERNEL_SPARE = 20
-NOT_RUN = "(Not re-run when grading: this demo cell only teaches, and no check depends on it.)\n"
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -411,40 +410,18 @@ def _clean(run: Run) -> set[int]:
 
 
 def _answer_message(name: str, status: CellStatus | None, cfg: Snapshot, quote: bool) -> str | None:
+    """Why the answer cell ``name`` left its check nothing to check (None: it ran)."""
     kind = (status or {}).get("status")
     if kind == "error" and status is not None:
         ename = judging.error_name(status.get("ename"), quote)
-        text = f": {status.get('evalue')}" if quote else ""
-        return f"Your `{name}` cell raised {ename}{text}".strip()
-    if kind == "timeout":
-        return f"Your `{name}` cell ran longer than the {cfg.cell_timeout} s time limit."
-    if kind == "died":
-        return (
-            f"Your `{name}` cell stopped the Python kernel (a crash, os._exit, or more "
-            f"than the {cfg.memory_mb} MB memory limit)."
-        )
-    if kind == "deadline":
-        return messages.past_notebook_limit(cfg.notebook_timeout)
-    return None
-
-
-def _test_status_message(name: str, status: CellStatus, cfg: Snapshot) -> str:
-    kind = status.get("status")
-    if kind == "timeout":
-        return f"Checking `{name}` took longer than the {cfg.cell_timeout} s time limit."
-    if kind == "died":
-        return (
-            f"The Python kernel stopped while checking `{name}` (a crash, os._exit, or "
-            f"more than the {cfg.memory_mb} MB memory limit)."
-        )
-    if kind == "deadline":
-        return messages.past_notebook_limit(cfg.notebook_timeout)
-    return messages.kernel_kept_crashing(name)
+        evalue = str(status.get("evalue")) if quote else None
+        return messages.answer_cell_stopped(name, kind, cfg, ename, evalue)
+    return messages.answer_cell_stopped(name, kind, cfg)
 
 
 def _verdict_outputs(passed: bool, message: str) -> list[NotebookNode]:
     if passed:
-        return [nbformat.v4.new_output("stream", name="stdout", text="✓ passed\n")]
+        return [nbformat.v4.new_output("stream", name="stdout", text=messages.PASSED)]
     return [
         nbformat.v4.new_output(
             "error",
@@ -465,13 +442,13 @@ def _test_verdict(
     if verdicts.failed:
         return False, verdicts.failed, []
     if st.get("status") not in ("ok", "error"):
-        return False, _test_status_message(test.exercise, st, cfg), []
+        return False, messages.check_cell_stopped(test.exercise, st.get("status"), cfg), []
     verdict = verdicts.verdicts.get(test.id)
     if verdict is None:  # ran, but left no record (flagged as tampering)
-        return False, f"The check of `{test.exercise}` did not run.", []
+        return False, messages.check_did_not_run(test.exercise), []
     passed, message = verdict["passed"], verdict["message"]
     if not passed and run.rebuilt.found.get(test.exercise) == "missing":
-        message = f"The answer cell for `{test.exercise}` is missing from your notebook."
+        message = messages.answer_missing(test.exercise)
     elif not passed and ("is not defined" in message or "did not run" in message):
         status, quote = answer_status.get(test.exercise, (None, False))
         message = _answer_message(test.exercise, status, cfg, quote) or message
@@ -507,7 +484,8 @@ def _graded_notebook(
                 # kept for formgrader, inert: what the kernel displayed could be a script
                 cell.outputs = inert_outputs(run.kernel.run_nb.cells[idx].get("outputs", []))
             elif idx in run.skip:
-                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=NOT_RUN)]
+                not_run = nbformat.v4.new_output("stream", name="stdout", text=messages.NOT_RUN)
+                cell.outputs = [not_run]
             continue
         passed, message, more = _test_verdict(verdicts, test, idx, answer_status)
         flags += more
@@ -528,7 +506,7 @@ def _written(nb: NotebookNode) -> dict[str, tuple[float | str, str]]:
         if is_solution(cell) and is_grade(cell):
             unchanged = nbgrader_meta(cell).get("checksum") == _checksum(cell)
             written[grade_id(cell) or ""] = (
-                (0.0, "No answer written.") if unchanged else ("", "graded by hand")
+                (0.0, messages.NO_ANSWER_WRITTEN) if unchanged else ("", messages.GRADED_BY_HAND)
             )
     return written
 

@@ -53,6 +53,16 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 EXCEEDED = "grading exceeded its limits"
 
+# What a verdict keeps of texts the kernel or the learner's code could make any length: they
+# reach OUT's CSVs, the feedback pages and the instructor's report, read by people.
+MESSAGE_CHARS = 2000  # a verdict's message, as the learner reads it in their feedback
+FLAG_CHARS = 300  # one flag (a line of the instructor's report and of OUT's flags column)
+MAX_FLAGS = 50  # flags kept per test cell, and kernel anomalies read per record
+ERROR_TEXT_CHARS = 500  # a learner's error text, when it may be quoted (as the run keeps it)
+ERROR_NAME_CHARS = 60  # an exception's name: longer is no Python name a learner meant
+NAME_CHARS = 100  # a function the kernel saw called, e.g. ``torch.softmax``: longer, no name
+CRASH_CHARS = 600  # judging's own crash, as the job's "grader error" flag quotes it
+
 
 class Verdict(TypedDict):
     """One test cell's verdict: what :func:`judge` says of each test id."""
@@ -154,12 +164,12 @@ _BUILTIN_ERRORS = {
 
 
 def _error_name(info: Mapping[str, object]) -> str:
-    name = str(info.get("ename", "Exception"))[:60]
+    name = str(info.get("ename", "Exception"))[:ERROR_NAME_CHARS]
     return name if name.isidentifier() else "Exception"
 
 
 # In place of a learner's error text that may not be quoted (``quote`` below).
-WITHHELD = "its text is not shown once hidden checks have run; Validate shows it"
+WITHHELD = messages.WITHHELD
 
 
 def error_name(ename: object, quote: bool, bases: object = ()) -> str:
@@ -179,7 +189,7 @@ def _raise(info: object, quote: bool) -> NoReturn:
     (the call was made before any hidden input reached the kernel)."""
     info = info if isinstance(info, dict) else {}
     ename = error_name(info.get("ename"), quote, info.get("bases"))
-    evalue = str(info.get("evalue", ""))[:500] if quote else WITHHELD
+    evalue = str(info.get("evalue", ""))[:ERROR_TEXT_CHARS] if quote else WITHHELD
     if ename == "NotImplementedError":
         raise NotImplementedError(evalue)
     raise type(ename, (Exception,), {})(evalue)
@@ -267,7 +277,7 @@ def _real_name(hit: str) -> str | None:
     """``hit`` (kernel text) when it names an object this process has loaded too, e.g.
     ``torch.softmax``; None otherwise (it could carry anything out)."""
     parts = hit.split(".")
-    if len(hit) > 100 or not all(p.isidentifier() for p in parts):
+    if len(hit) > NAME_CHARS or not all(p.isidentifier() for p in parts):
         return None
     if parts[0] == "attnlib":  # the course's own package: its modules may be imported here
         with contextlib.suppress(Exception):
@@ -285,21 +295,28 @@ def _shortcut(name: str, hits: object) -> tuple[str, list[str]] | None:
     """(message, flags) when the kernel saw ``name`` call a shortcut, else None."""
     if not hits or type(hits) is not list:
         return None
-    hits = [str(h)[:100] for h in hits]
+    hits = [str(h)[:NAME_CHARS] for h in hits]
     if TAMPERED in hits:
         return (
-            f"`{name}` switched off the grader's watch on its calls (sys.setprofile), "
-            "so it cannot be graded.",
+            messages.switched_off_watch(name),
             [f"`{name}` switched off the grader's profiler while it ran (tampering)"],
         )
     return (
-        f"`{name}` calls {_real_name(hits[0]) or 'a ready-made solution'}: the exercise is "
-        "to build it from NumPy operations.",
+        messages.calls_shortcut(name, _real_name(hits[0])),
         [f"whole-solution shortcut at run time: `{name}` calls {', '.join(hits)}"],
     )
 
 
 # --------------------------------------------------------------------------- test cells
+
+
+def _flag(text: str) -> str:
+    return text[:FLAG_CHARS]
+
+
+def _anomalies(record: Record) -> list[str]:
+    """The flags of what the kernel's instrumentation saw while a test cell ran."""
+    return [_flag(f"runtime: {a}") for a in record.get("anomalies", list, [])[:MAX_FLAGS]]
 
 
 def judge_visible(
@@ -308,7 +325,7 @@ def judge_visible(
     """(passed, message, flags) for a visible test cell; the learner's own error texts are
     quoted only when ``quote`` (the cell ran before any hidden input reached the kernel)."""
     ns = dict(trusted_ns)
-    flags = [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
+    flags = _anomalies(record)
     calls = record.get("calls", list, [])
     in_source = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     for name, data in record.get("values", dict, {}).items():
@@ -331,8 +348,8 @@ def judge_visible(
             result, subclasses = record.value(entry["result"])
             flags += [f"`{entry.get('fn')}` returned an ndarray subclass ({s})" for s in subclasses]
             if reason := _too_large(result):
-                flags.append(f"`{entry.get('fn')}` returned a value {reason}"[:300])
-                return False, "Your function returned a value too large to record.", flags
+                flags.append(_flag(f"`{entry.get('fn')}` returned a value {reason}"))
+                return False, messages.RESULT_TOO_LARGE, flags
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # checks print "passed" lines
             exec(compile(source, "<visible check>", "exec"), ns)
@@ -340,34 +357,23 @@ def judge_visible(
         return False, str(err), flags
     except NotChecked as err:
         flags.append(f"visible check of `{err}` did not run as recorded in the kernel")
-        return (
-            False,
-            (
-                f"`{err}` could not be checked: the check did not run as expected in "
-                "your notebook (did your code change the checks or numpy?)."
-            ),
-            flags,
-        )
+        return False, messages.not_checked(str(err)), flags
     except NameError as err:
         name = getattr(err, "name", None)
         name = name if name in in_source else (missing[0] if missing else "?")
-        return False, f"`{name}` is not defined when its check runs.", flags
+        return False, messages.not_defined(name), flags
     except Tampered:
         raise
     except Exception as err:  # noqa: BLE001 (a check crashing on odd results is a failed check)
         # Its text would quote the learner's values: the check's error name alone.
-        return False, f"The check stopped on your result ({type(err).__name__}).", flags
+        return False, messages.check_stopped(type(err).__name__), flags
     if failed := _failed_in_kernel(record):
         return False, failed, flags
     return True, "", flags
 
 
-# The kernel's own text is never shown: a learner's code controls it, and could carry an
-# earlier hidden cell's inputs out through its feedback.
-FAILED_IN_KERNEL = (
-    "This check failed when your notebook ran, though a replay of your results passed: it "
-    "measures your function itself (e.g. its memory). Press Validate to see why."
-)
+# The kernel's own text is never shown (a learner's code controls it).
+FAILED_IN_KERNEL = messages.FAILED_IN_KERNEL
 
 
 def _failed_in_kernel(record: Record) -> str | None:
@@ -400,12 +406,12 @@ def judge_hidden(
     flags: list[str] = []
     for i, args in enumerate(cases):
         if i >= len(results) or type(results[i]) is not dict:
-            return False, f"Hidden check: `{name}` did not run on every hidden input.", flags
+            return False, messages.hidden_not_run(name), flags
         result = results[i]
         raised = result.get("raise") if type(result.get("raise")) is dict else None
         if raised is not None and _error_name(raised) != "NotImplementedError":
             ename = error_name(raised.get("ename"), quote=False, bases=raised.get("bases"))
-            return False, f"Hidden check: `{name}` raised {ename} on a hidden input.", flags
+            return False, messages.hidden_raised(name, ename), flags
 
         def replay(*a: object, _result: dict[str, Any] = result, **k: object) -> Any:
             return _outcome(_result, record, a, k)
@@ -421,24 +427,17 @@ def judge_hidden(
                     for s in record.value(result["result"])[1]
                 ]
             if reason := _too_large(got):
-                flags.append(f"`{name}` returned a value {reason}"[:300])
-                return False, f"Hidden check: `{name}` returned a value too large to record.", flags
+                flags.append(_flag(f"`{name}` returned a value {reason}"))
+                return False, messages.hidden_too_large(name), flags
             check_case(name, args, got)
         except CheckFailed as err:
             return False, str(err), flags
         except NotChecked:
-            return False, f"Hidden check: `{name}` did not finish on a hidden input.", flags
+            return False, messages.hidden_not_finished(name), flags
         except Tampered:
             raise
         except Exception as err:  # noqa: BLE001 (a result the comparison cannot handle)
-            return (
-                False,
-                (
-                    f"Hidden check: `{name}` returned something that is not numbers "
-                    f"({type(err).__name__})."
-                ),
-                flags,
-            )
+            return False, messages.hidden_not_numbers(name, type(err).__name__), flags
     return True, "", list(dict.fromkeys(flags))
 
 
@@ -482,8 +481,8 @@ def judge_notebook(request: dict[str, Any]) -> Judged:
             if too_large := record.get("too_large", str):
                 verdicts[test["id"]] = {
                     "passed": False,
-                    "message": "What this check recorded was too large to judge.",
-                    "flags": [f"{what}: record too large ({too_large})"[:300]],
+                    "message": messages.RECORD_TOO_LARGE,
+                    "flags": [_flag(f"{what}: record too large ({too_large})")],
                 }
                 continue
             if test["hidden"] and (error := record.get("kernel_error", dict)):
@@ -499,8 +498,8 @@ def judge_notebook(request: dict[str, Any]) -> Judged:
             passed, message, flags = False, messages.UNREADABLE_RESULTS, []
         verdicts[test["id"]] = {
             "passed": passed,
-            "message": str(message)[:2000],
-            "flags": list(dict.fromkeys(flags))[:50],
+            "message": str(message)[:MESSAGE_CHARS],
+            "flags": list(dict.fromkeys(flags))[:MAX_FLAGS],
         }
     point_to_earlier(request, verdicts)
     return {"verdicts": verdicts, "tampered": tampered}
@@ -512,14 +511,14 @@ def _judge_hidden_cell(
     """(passed, message, flags) of a hidden test cell: each exercise it verifies, in order,
     until one fails."""
     passed, message = True, ""
-    flags = [f"runtime: {a}"[:300] for a in record.get("anomalies", list, [])[:50]]
+    flags = _anomalies(record)
     entries = {e.get("exercise"): e for e in record.get("exercises", list, []) if type(e) is dict}
     for name, _fn in test["verifies"]:
         entry = entries.get(name)
         if entry is None:
             raise Tampered(f"{what}'s record does not mention `{name}`")
         if entry.get("missing"):
-            return False, f"`{name}` is not defined when its check runs.", flags
+            return False, messages.not_defined(name), flags
         passed, message, more = judge_hidden(name, hidden_cases(name, seeds[name]), entry, record)
         flags += more
         if not passed:
@@ -546,7 +545,8 @@ def point_to_earlier(request: dict[str, Any], verdicts: dict[str, Verdict]) -> N
         sources = [source for _, source in cells[: k + 1]]
         for other in _cells.needed(sources, earlier) if earlier else ():
             if f"`{other}` first" not in verdict["message"]:
-                verdict["message"] = (_cells.uses_unfinished(other) + verdict["message"])[:2000]
+                message = _cells.uses_unfinished(other) + verdict["message"]
+                verdict["message"] = message[:MESSAGE_CHARS]
             break
 
 
@@ -563,7 +563,7 @@ def _child(conn: Connection, request: dict[str, Any], memory_mb: int) -> None:
     except MemoryError:
         result = {"exceeded": "memory"}
     except Exception as err:  # noqa: BLE001 (reported as a grader error by the job)
-        result = {"error": f"{type(err).__name__}: {err}"[:600]}
+        result = {"error": f"{type(err).__name__}: {err}"[:CRASH_CHARS]}
     try:
         conn.send(result)
     except MemoryError:
