@@ -75,7 +75,8 @@ totals: grader-setup
 
 export: grader-setup
 	$(PY) -m grader export $(OUT) $(if $(ROSTER),--roster $(ROSTER)) \
-	  $(if $(CANVAS_GRADEBOOK),--canvas-gradebook $(CANVAS_GRADEBOOK))
+	  $(if $(CANVAS_GRADEBOOK),--canvas-gradebook $(CANVAS_GRADEBOOK)) \
+	  $(foreach w,$(MOODLE_WORKSHEETS),--moodle-worksheet $(w))
 
 data: setup
 	$(PY) -m attnlib.shipped --retrain

@@ -13,6 +13,11 @@ Points are the autograded ones plus those entered in formgrader, read fresh (as
   exported, and each notebook under the header of its assignment, ``Name (assignment id)``,
   so the grades land in the assignments the students submitted to; every notebook with no
   assignment is named, and left out.
+- ``--moodle-worksheet [NOTEBOOK=]WORKSHEET`` (each notebook's, or a folder of them):
+  Moodle's grading worksheet of that notebook's assignment, as downloaded, written to
+  ``OUT/moodle/<its name>`` with the Grade column filled and every other header and cell
+  as Moodle wrote it (grader.intake.moodle_worksheet), to upload back to that assignment;
+  what Moodle's upload would skip or could not match is named.
 - ``--long`` (default ``OUT/grades_long.csv``): ``student, assignment, points, max,
   late_hours, late_penalty``, one row per student and notebook (``late_*`` blank without a
   due date or a submission; the penalty is already taken off ``points``).
@@ -33,7 +38,8 @@ from pathlib import Path
 
 from grader import course
 from grader.commands.totals import current, roster_only
-from grader.intake import canvas_gradebook
+from grader.errors import UserError
+from grader.intake import canvas_gradebook, moodle_worksheet
 from grader.intake import roster as class_roster
 from grader.intake.canvas_gradebook import CanvasGradebook
 from grader.printable import printable
@@ -62,6 +68,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="Canvas's own gradebook export (Grades > Export): the import file takes its "
         "students and its assignments' headers",
+    )
+    parser.add_argument(
+        "--moodle-worksheet",
+        action="append",
+        default=[],
+        metavar="[NOTEBOOK=]WORKSHEET",
+        help="Moodle's grading worksheet of a notebook's assignment (Download grading "
+        "worksheet), or a folder of them: written filled into OUT/moodle/ under its own name, "
+        "to upload; the notebook is the one the file name names, unless given",
     )
     parser.add_argument(
         "--absent",
@@ -156,6 +171,73 @@ def _canvas_columns(
     return columns
 
 
+def _moodle_worksheets(
+    given: list[str], notebooks: list[str], out: Path
+) -> list[tuple[str, moodle_worksheet.Worksheet]]:
+    """[(notebook, its worksheet)] of ``--moodle-worksheet``s (``[NOTEBOOK=]PATH``, a folder:
+    every CSV in it), all read before anything is written; a one-line error for a notebook
+    not graded, a worksheet naming none, or two worksheets for one notebook or file name."""
+    found: list[tuple[str, moodle_worksheet.Worksheet]] = []
+    for item in given:
+        named, _, path_text = item.partition("=")
+        if not path_text or (named not in notebooks and Path(item).exists()):
+            named, path_text = "", item  # a path, "=" and all
+        path = Path(path_text)
+        if named and named not in notebooks:
+            raise UserError(f"--moodle-worksheet {item}: no graded notebook {named!r} in OUT "
+                            f"(graded: {', '.join(notebooks)})")  # fmt: skip
+        if path.is_dir() and not named:
+            paths = sorted(path.glob("*.csv"))
+            if not paths:
+                raise UserError(f"--moodle-worksheet {path}: the folder holds no .csv worksheet")
+        else:
+            paths = [path]
+        for p in paths:
+            if (out / "moodle" / p.name).resolve() == p.resolve():
+                raise UserError(f"--moodle-worksheet {p}: give the worksheet downloaded from "
+                                "Moodle, not the one export wrote")  # fmt: skip
+            sheet = moodle_worksheet.read(p)
+            found.append((named or moodle_worksheet.notebook_of(p, notebooks), sheet))
+    for what, key in (("notebook", 0), ("file name", 1)):
+        seen = [n if key == 0 else s.path.name for n, s in found]
+        twice = sorted({x for x in seen if seen.count(x) > 1})
+        if twice:
+            raise UserError(f"--moodle-worksheet: two worksheets for one {what}: {twice[0]}")
+    return found
+
+
+def _fill_moodle(
+    out: Path,
+    sheet: moodle_worksheet.Worksheet,
+    notebook: str,
+    points: Points,
+    maximum: float,
+    roster: class_roster.Roster,
+) -> None:
+    """Write ``sheet`` filled with ``notebook``'s points into OUT/moodle/, and say what Moodle
+    would not take."""
+    done = moodle_worksheet.fill(sheet, notebook, points, maximum, roster)
+    target = out / "moodle" / sheet.path.name
+    moodle_worksheet.write(sheet, target)
+    print(f"wrote {target}: {notebook} for {done.graded} students (Moodle: the assignment's "
+          "View all submissions, Grading action, Upload grading worksheet)")  # fmt: skip
+    said = [
+        (done.missing, f"graded but with no row in {sheet.path.name} (not in Moodle's upload)"),
+        (done.ambiguous, "rows that could be more than one student, or one student's twice "
+                         "(left blank; check the roster's names, ids and emails)"),
+        (done.above, f"above the assignment's maximum in Moodle, {done.maximum or 'its'} "
+                     "(Moodle skips these grades)"),
+        (done.locked, "rows whose grade Moodle says cannot be changed (it skips them)"),
+        (done.not_ours, "rows of no graded or roster student (left as downloaded)"),
+    ]  # fmt: skip
+    for names, why in said:
+        if names:
+            print(f"{sheet.path.name}: {why}: {printable('; '.join(names))}", file=sys.stderr)
+    if done.maximum:
+        print(f"{sheet.path.name}: the assignment is worth {done.maximum} points in Moodle, "
+              f"{notebook} {maximum:g} here", file=sys.stderr)  # fmt: skip
+
+
 def write_long(
     path: Path,
     students: list[str],
@@ -201,6 +283,7 @@ def _report_roster(
 def run(args: argparse.Namespace) -> int:
     roster = class_roster.read(args.roster) if args.roster else {}
     _, grade_rows, notebooks, extra = current(args.out, args.settings)
+    worksheets = _moodle_worksheets(args.moodle_worksheet, notebooks, args.out)  # before writing
     # for formgrader and the next totals; this export adds the roster's rows itself
     class_roster.import_into_gradebook(args.out, roster)
     points, pending = notebook_points(grade_rows)
@@ -221,6 +304,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{printable(', '.join(outside))}", file=sys.stderr)  # fmt: skip
     else:
         write_canvas(canvas, students, notebooks, points, maxima, roster)
+    for notebook, sheet in worksheets:
+        _fill_moodle(args.out, sheet, notebook, points, maxima[notebook], roster)
     write_long(long, students, notebooks, points, maxima, late_columns(grade_rows, extra))
     print(f"wrote {canvas} (Canvas gradebook import) and {long}: {len(students)} students")
     if not args.roster and not args.canvas_gradebook:

@@ -11,7 +11,7 @@ A cell holding a carriage return or a line feed is always quoted: it stays one c
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from grader.results import out as out_files
@@ -48,14 +48,23 @@ def write(
     columns: list[str],
     rows: Iterable[Mapping[str, object] | Sequence[object]],
     encoding: str = "utf-8",
+    as_is: Collection[str] = (),
 ) -> None:
     """Write ``columns`` then ``rows`` (dicts by column name, or sequences) to ``path``,
-    replacing it at once (an interrupted write leaves the old file)."""
+    replacing it at once (an interrupted write leaves the old file). The columns ``as_is``
+    names are written exactly as given, header too (an LMS's own cells it reads back, such
+    as a Moodle worksheet's feedback: a ``'`` would change them); only quoted as CSV."""
+    exact = [c in as_is for c in columns]
+
+    def cells_of(cells: Sequence[object]) -> list[object]:
+        keeps = exact + [False] * (len(cells) - len(exact))  # a row may be longer
+        return [c if keep else safe(c) for c, keep in zip(cells, keeps, strict=False)]
+
     with out_files.replaced(path) as tmp, open(tmp, "w", newline="", encoding=encoding) as fh:
-        fh.write(_line([safe(c) for c in columns]))
+        fh.write(_line(cells_of(columns)))
         for row in rows:
             cells = [row.get(c, "") for c in columns] if isinstance(row, Mapping) else row
-            fh.write(_line([safe(c) for c in cells]))
+            fh.write(_line(cells_of(cells)))
 
 
 def _line(cells: Sequence[object]) -> str:
