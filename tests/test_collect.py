@@ -95,6 +95,22 @@ def test_a_name_two_roster_students_share_is_not_guessed():
     )
 
 
+def test_a_file_whose_id_is_one_student_s_and_name_another_s_is_not_guessed(tmp_path, capsys):
+    """Moodle's folder carries the participant number of that assignment, which may be
+    another student's roster id: the file goes to neither (issue 51)."""
+    when = (2026, 12, 1, 10, 0, 0)
+    subs, argv = _collect(tmp_path, {
+        f"Cy Young_102_assignsubmission_file_/{NB}.ipynb": ("cy's", when),
+        f"Ada Lovelace_101_assignsubmission_file_/{NB}.ipynb": ("ada's", when),
+    }, lms="moodle")  # fmt: skip
+    assert cli.main(argv) == 0
+    assert not (subs / "bo").exists() and not (subs / "cy").exists()
+    assert (subs / "ada" / f"{NB}.ipynb").read_text() == "ada's"  # id and name agree
+    said = capsys.readouterr().out
+    assert (f"not collected: Cy Young_102_assignsubmission_file_/{NB}.ipynb: its id is bo's "
+            "and its name cy's in the roster") in said  # fmt: skip
+
+
 def _roster(tmp_path) -> Path:
     (tmp_path / "roster.csv").write_text(ROSTER)
     return tmp_path / "roster.csv"

@@ -8,7 +8,9 @@ submissions" puts each in ``<Full Name>_<participant id>_assignsubmission_file_/
 with the groups ``file`` and ``id`` or ``name``) reads any other naming. Each file goes to
 the roster student (``grader export``'s roster CSV) whose ``id`` or ``sis_user_id`` is the
 id in its name, else whose name (``name`` column, or the student id itself) it carries,
-in either order and without spaces, as Canvas writes it. A student's latest file (the
+in either order and without spaces, as Canvas writes it; a file whose id is one student's
+and name another's goes to neither (Moodle's participant number is per assignment, so it can
+be another student's roster id). A student's latest file (the
 zip's time, then the resubmission number) of each name is kept; every file left out says
 why. Canvas's ``LATE_``, the LMS's own verdict, is kept in the collect report
 (``lms_late``), which grading reads beside SUBMISSIONS to show it beside the lateness it
@@ -138,7 +140,11 @@ class RosterIndex:
         """(the student, "") or (None, why not)."""
         ids = self.by_id.get(found.get("id") or "", set())
         names = self.by_name.get("".join(_words(found.get("name") or "")), set())
-        match = ids or names
+        if ids and names and not ids & names:  # e.g. Moodle's participant number, which is
+            # per assignment, is another student's roster id: neither is guessed
+            return None, (f"its id is {', '.join(sorted(ids))}'s and its name "
+                          f"{', '.join(sorted(names))}'s in the roster")  # fmt: skip
+        match = (ids & names) or ids or names
         if len(match) == 1:
             return next(iter(match)), ""
         if match:
