@@ -64,3 +64,36 @@ def test_the_feedback_page_and_the_class_report_have_no_wcag_violation(written):
             found[path.name] = violations(page)
         browser.close()
     assert not any(found.values()), found
+
+
+def test_the_annotated_notebook_runs_nothing_fetches_nothing_and_has_no_wcag_violation(tmp_path):
+    """A written answer with a script, an event handler, a javascript: link and an outside
+    image (tests/test_feedback_markdown.py), as a learner's browser opens the page: nothing
+    runs, no dialog opens, no request leaves the file; the page, axe added under a browser
+    that ignores its policy (axe is a script), has no WCAG 2.1 A/AA violation."""
+    from playwright.sync_api import sync_playwright
+    from test_feedback_markdown import page as annotated_page
+
+    path = tmp_path / "ann.html"
+    path.write_text(annotated_page())
+    left, blocked, dialogs = [], [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.route(re.compile(r"^(?!file:|data:)"),
+                   lambda route: (left.append(route.request.url), route.abort()))  # fmt: skip
+        page.on("requestfailed", lambda r: blocked.append((r.url, r.failure)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri(), wait_until="load")
+        page.locator("a", has_text="click").click()
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.pwned") is None
+        assert page.locator("h2", has_text="4. Hard lookup").count() == 1
+        axed = browser.new_page(bypass_csp=True)
+        axed.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
+        axed.goto(path.as_uri(), wait_until="load")
+        found = violations(axed, {"image-alt": "img[src='x']"})  # the attack's, alt-less
+        browser.close()
+    assert left == [] and not dialogs  # nothing reached the network, no script ran
+    assert ("https://evil.example/track.png", "csp") in blocked  # the page's policy stopped it
+    assert found == [], found

@@ -8,8 +8,12 @@ learner's answers in it, so test cells hold the release's visible calls only, ne
 test) and from the result and grade rows. Cell outputs are never shown: once a hidden input
 has reached the kernel, any later output could quote it (README, "What the sandbox
 guarantees"); under a test cell is the judge's verdict only, the message grades.csv has.
-Markdown is shown as its text, escaped (a learner's written answer is theirs to type, HTML
-included), with `code` spans as code.
+Markdown is rendered as the notebook shows it (headings, lists, emphasis, code, tables, a
+hint's ``<details>``), math as its TeX (the page loads no MathJax), sanitized by nh3
+(``grader.results.inert.safe_markdown2html``: a learner's written answer is theirs to type,
+HTML included, so no script, event handler, iframe, form or ``javascript:`` URL is kept); the
+page's Content-Security-Policy runs no script at all and loads nothing from elsewhere (an
+image only from ``data:``), should anything get past the sanitizer.
 """
 
 import hashlib
@@ -25,6 +29,7 @@ import nbformat
 
 from grader.course import grade_id
 from grader.results import out as out_files
+from grader.results.inert import safe_markdown2html
 from grader.results.result import Result
 
 
@@ -44,9 +49,14 @@ class GradeRow(TypedDict):
 
 STYLE = """<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;
 color:#222}.cell{margin:.6rem 0}pre{background:#f6f6f6;padding:.5rem;overflow-x:auto;
-white-space:pre-wrap}.md{white-space:pre-wrap;padding:.2rem .5rem}.pass{color:#176b2c}
+white-space:pre-wrap}.md{padding:.2rem .5rem}.md img{max-width:100%}.pass{color:#176b2c}
 .fail{color:#a1221b}.points{border-left:4px solid #888;padding:.3rem .6rem;background:#fafafa}
 </style>"""
+# No script runs and nothing loads from elsewhere, whatever a markdown cell holds.
+CSP = (
+    "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+    "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'\">"
+)
 
 
 def graded_notebook_path(out: Path, student: str, notebook: str) -> Path:
@@ -127,7 +137,7 @@ def render(
     for cell in cells:
         source = "".join(cell.source)  # a file keeps it as a list of lines
         if cell.cell_type == "markdown":
-            body.append(f"<div class='cell md'>{message_html(source)}</div>")
+            body.append(f"<div class='cell md'>{safe_markdown2html(source, anchors=False)}</div>")
         else:
             body.append(f"<div class='cell'><pre>{html.escape(source)}</pre></div>")
         gid = grade_id(cell)
@@ -137,7 +147,7 @@ def render(
             checked = any(t.startswith(f"test_{gid}") for t in tests)  # grader.course's rule
             body.append(_points(by_exercise[gid], checked))
     return (
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{CSP}<title>"
         f"{html.escape(title)}</title>{STYLE}</head><body>{''.join(body)}</body></html>\n"
     )
 

@@ -23,6 +23,7 @@ from typing import Any
 import nbformat
 import nh3
 from nbconvert.filters.markdown import markdown2html
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 
@@ -84,10 +85,15 @@ def inert_outputs(outputs: list[Any]) -> list[NotebookNode]:
     return [o for o in (_output(out) for out in outputs if isinstance(out, dict)) if o]
 
 
-def safe_markdown2html(source: str) -> str:
+def safe_markdown2html(source: str, anchors: bool = True) -> str:
     """Markdown to HTML, sanitized by nh3 (its defaults: no script, style, event handler,
-    iframe, SVG, form or ``javascript:`` URL)."""
-    return nh3.clean(markdown2html(source))
+    iframe, SVG, form or ``javascript:`` URL); ``anchors=False``: headings without the
+    ``¶`` link nbconvert adds (a page of its own, with no table of contents)."""
+    if anchors:
+        return nh3.clean(markdown2html(source))
+    renderer = IPythonRenderer(escape=False, exclude_anchor_links=True)
+    rendered: str = MarkdownWithMath(renderer=renderer).render(source)
+    return nh3.clean(rendered)
 
 
 class InertSubmission(Preprocessor):
