@@ -33,8 +33,9 @@ STUDENTS = [*HONEST, page_attacks.STUDENT]
 
 
 def _recipe(target: str, out) -> list[str]:
-    """What `make <target> OUT=out` runs."""
+    """What `make <target> OUT=out` runs (an optional `$(if $(PORT),...)` unset: nothing)."""
     line = re.search(rf"^{target}:.*\n\t(.+)$", MAKEFILE, re.M).group(1)
+    line = re.sub(r"\$\(if \$\((\w+)\),[^$()]*\$\(\1\)\)", "", line)
     words = line.replace("$(PY)", sys.executable).replace("$(OUT)", str(out)).split()
     assert "$(" not in " ".join(words), f"unexpected make variable in `{target}`: {line}"
     return words
