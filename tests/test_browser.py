@@ -56,6 +56,7 @@ def _lab_command(course: Path) -> list[str]:
     """`make lab`'s command, for a course copy in ``course`` (run from there, it uses the
     copy's ``attnlib``)."""
     recipe = re.search(r"^lab:.*\n\t(.+)$", (REPO_ROOT / "Makefile").read_text(), re.M).group(1)
+    recipe = recipe.replace("$(LAB_OPTIONS)", "")  # none given, as `make lab` alone
     words = recipe.replace("$(PY)", sys.executable).replace("$(CURDIR)", str(course)).split()
     assert "$(" not in " ".join(words), f"unexpected make variable in the lab recipe: {recipe}"
     return words
