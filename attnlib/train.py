@@ -204,16 +204,26 @@ class _LivePlot:
 
         self.fig = plt.figure(figsize=(7.5, 3.6))
         plt.close(self.fig)  # shown through the display handle only
-        self.handle = display(self.fig, display_id=True)
+        self.handle = display({"text/plain": _live_alt(None)}, raw=True, display_id=True)
 
     def draw(self, history):
-        from attnlib.plotting import training_curves
+        from attnlib.plotting import figure_bundle, training_curves
 
         skip = ("step", "loss", "eval_step", "seconds", "threads")
         logged = {"step": history["eval_step"]}
         logged.update({k: v for k, v in history.items() if k not in skip})
         training_curves(logged, history["step"], history["loss"], fig=self.fig)
-        self.handle.update(self.fig)
+        data, metadata = figure_bundle(self.fig, _live_alt(history))
+        self.handle.update(data, metadata=metadata, raw=True)
+
+
+def _live_alt(history):
+    """The live plot's alt text: what it shows, and how far training has got."""
+    done = f"{history['step'][-1]} steps" if history and history["step"] else "no step yet"
+    return (
+        f"Training curves, redrawn as the model trains ({done} so far): the loss on the left "
+        "axis should fall, the scores on the right axis rise."
+    )
 
 
 def run_facts(model, history, load):

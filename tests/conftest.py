@@ -38,7 +38,7 @@ SLOW_MODULES = {
                 "test_sandbox", "test_attacks_leaks", "test_attacks_limits", "test_autograde"},
 }  # fmt: skip
 SLOW_FIXTURES = {"graded": "graded", "small_class": "grading", "validated": "grading",
-                 "figures": "grading"}  # fmt: skip
+                 "executed": "grading"}  # fmt: skip
 # Quick modules' tests that build a release (notebooks/ or the trusted release cache, cold in a
 # fresh clone), start a kernel, or run a notebook's experiment on the shipped weights.
 SLOW_TESTS = {

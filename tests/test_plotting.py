@@ -70,3 +70,29 @@ def test_training_curves_give_every_series_its_own_colour_on_either_axis():
     assert colours == OKABE_ITO[:3]
     assert score_ax.get_ylim() == (0, 1)
     assert len(fig.legends[0].get_texts()) == 4
+
+
+def test_the_live_training_plot_says_what_it_shows(monkeypatch):
+    """The live plot (`train(..., live_plot=True)`) is shown and redrawn with its alt text."""
+    import IPython.display
+
+    from attnlib.train import _LivePlot
+
+    shown = []
+
+    class Handle:
+        def update(self, data, metadata=None, raw=False):
+            shown.append(data)
+
+    def display(data, raw=False, display_id=False):
+        shown.append(data)
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    plot = _LivePlot()
+    history = {"step": [1, 2, 3], "loss": [4.0, 3.5, 3.0], "eval_step": [3], "score": [0.5]}
+    plot.draw(history)
+    assert "no step yet" in shown[0]["text/plain"]
+    alt = shown[-1]["text/plain"]
+    assert "3 steps" in alt and f'alt="{alt}"' in shown[-1]["text/html"], shown[-1]["text/html"][:200]
+    assert shown[-1]["image/png"]
