@@ -19,6 +19,7 @@ from attnlib.checks._core import (
     expect_shape,
     passed,
 )
+from attnlib.checks._worked import gap_weight
 
 # ----------------------------------------------------------------------------- split_heads
 
@@ -288,11 +289,6 @@ _WEIGHTS2 = np.array([[[1 / 4, 3 / 4]] * 2, [[1 / 3, 2 / 3]] * 2])
 _OUT2 = np.array([[1 / 4, 3 / 4, 0, 0, 0, 0, 1 / 3, 2 / 3]] * 2)
 
 
-def _gap_weight(gap):
-    """The weight on key 1 when it scores ``gap`` more than key 0."""
-    return 1.0 / (1.0 + np.exp(-gap))
-
-
 def _check_per_head_scores(multi_head_attention, name):
     eye = np.eye(8)
     args = (_X2.copy(), _WQ2.copy(), _WK2.copy(), eye.copy(), eye.copy(), 2)
@@ -300,7 +296,7 @@ def _check_per_head_scores(multi_head_attention, name):
     expect_shape(weights, (2, 2, 2), name + " weights")
     head0 = weights[0, 1, 1]
     for scale, wrong in [(np.sqrt(8.0), "√d_model"), (1.0, "no scaling")]:
-        if np.isclose(head0, _gap_weight(np.log(9.0) / scale), atol=1e-6):
+        if np.isclose(head0, gap_weight(np.log(9.0) / scale), atol=1e-6):
             raise CheckFailed(
                 f"Head 0's weights match {wrong} ({head0:.3f} on key 1): each head divides "
                 "its scores by √d_head, the size of its own queries and keys (here √4 = 2)."

@@ -19,8 +19,8 @@ from attnlib.checks._core import (
     passed,
     reject_known,
 )
+from attnlib.checks._worked import LN3, gap_weight, window_means
 
-_LN3 = np.log(3.0)
 _PROJECT_HINT = "Projections are `q = W_Q x` (as `project`): for all rows at once, `X @ W_Q.T`."
 
 
@@ -48,16 +48,6 @@ def _decode(fn, X, W_Q, W_K, W_V):
             (T, T): "That is a [T, T] matrix (the weights?): return weights @ values.",
         }.get(np.shape(out), ""),
     )
-
-
-def _gap_weight(gap):
-    """The weight on key 1 of two keys when it scores ``gap`` more than key 0."""
-    return 1.0 / (1.0 + np.exp(-gap))
-
-
-def _cumulative_means(V):
-    """Row t: the mean of V[0..t] (uniform causal attention)."""
-    return np.cumsum(V, axis=0) / np.arange(1, len(V) + 1)[:, None]
 
 
 def _check_causal_and_self(fn, X, W_Q, W_K, W_V, out, rng):
@@ -108,7 +98,7 @@ def check_decode_with_cache(decode_with_cache):
 
     # W_Q = 0: every score is 0, so position t averages v_0 … v_t.
     flat = _decode(decode_with_cache, X, np.zeros_like(W_Q), W_K, W_V)
-    misses_self = np.vstack([V[:1], _cumulative_means(V)[:-1]])
+    misses_self = np.vstack([V[:1], window_means(V, len(V))[:-1]])
     reject_known(
         flat,
         [
@@ -124,7 +114,7 @@ def check_decode_with_cache(decode_with_cache):
     )
     expect_close(
         flat,
-        _cumulative_means(V),
+        window_means(V, len(V)),
         name,
         hint="With W_Q = 0 every score is 0, so position t's output is the plain mean of "
         "v_0 … v_t.",
@@ -134,7 +124,7 @@ def check_decode_with_cache(decode_with_cache):
     # with a² = 2 ln 3; the projections keep the first coordinates. Query 1 scores
     # [0, 2 ln 3]; divided by √d_k = 2 that is [0, ln 3]: weights [1/4, 3/4], out_1 = ¾ W_V x_1.
     X2 = np.zeros((2, 6))
-    X2[1, 0] = np.sqrt(2 * _LN3)
+    X2[1, 0] = np.sqrt(2 * LN3)
     W_QK2, W_V2 = np.eye(4, 6), np.eye(9, 6)
     v_1 = W_V2 @ X2[1]
     out2 = _decode(decode_with_cache, X2, W_QK2, W_QK2, W_V2)
@@ -142,16 +132,16 @@ def check_decode_with_cache(decode_with_cache):
         out2[1],
         [
             (
-                _gap_weight(2 * _LN3) * v_1,
+                gap_weight(2 * LN3) * v_1,
                 "the scores are not scaled: divide q · k by np.sqrt(d_k).",
             ),
             (
-                _gap_weight(2 * _LN3 / 3) * v_1,
+                gap_weight(2 * LN3 / 3) * v_1,
                 "the scores are divided by √d_v = 3, the size of a value: they are dot "
                 "products of q and k, so divide by np.sqrt(d_k) = 2.",
             ),
             (
-                _gap_weight(_LN3 / 2) * v_1,
+                gap_weight(LN3 / 2) * v_1,
                 "the scores are divided by d_k; divide by np.sqrt(d_k) instead.",
             ),
             (0.5 * v_1, "position 1 weighs its two keys equally: are the scores used?"),
@@ -212,7 +202,7 @@ def _gqa(fn, X, *args):
 # heads' blocks. x_0 = 0, x_1 = [a, 0, b, 0] with a² = √2 ln 3 and b² = √2 ln 7: query 1's
 # score gaps, divided by √d_head = √2, are ln 3 in head 0 and ln 7 in head 1, so its weights
 # on key 1 are 3/4 and 7/8. Position 0 sees only x_0 = 0.
-_A, _B = np.sqrt(np.sqrt(2) * _LN3), np.sqrt(np.sqrt(2) * np.log(7.0))
+_A, _B = np.sqrt(np.sqrt(2) * LN3), np.sqrt(np.sqrt(2) * np.log(7.0))
 _X_HEADS = np.array([[0.0, 0, 0, 0], [_A, 0, _B, 0]])
 _SWAP_HEADS = np.roll(np.eye(4), 2, axis=0)
 _CAUSAL2 = np.array([[0.0, -np.inf], [0.0, 0.0]])
@@ -220,7 +210,7 @@ _CAUSAL2 = np.array([[0.0, -np.inf], [0.0, 0.0]])
 
 def _heads_row_1(scale, mix=_SWAP_HEADS):
     """Output row 1 of the two-head example with the scores divided by ``scale``."""
-    merged = np.array([_gap_weight(_A**2 / scale) * _A, 0, _gap_weight(_B**2 / scale) * _B, 0])
+    merged = np.array([gap_weight(_A**2 / scale) * _A, 0, gap_weight(_B**2 / scale) * _B, 0])
     return mix @ merged
 
 

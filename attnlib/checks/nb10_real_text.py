@@ -20,13 +20,7 @@ from attnlib.checks._core import (
     passed,
     reject_known,
 )
-
-_LN3 = np.log(3.0)
-
-
-def _rolling_means(V, window):
-    """Row t: the mean of V[max(0, t − window + 1) … t]."""
-    return np.array([V[max(0, t - window + 1) : t + 1].mean(0) for t in range(len(V))])
+from attnlib.checks._worked import LN3, window_means
 
 
 def _zeroed_after_softmax(V, window, spread):
@@ -34,7 +28,7 @@ def _zeroed_after_softmax(V, window, spread):
     0 after a softmax that spread query t's row evenly over ``spread`` keys (t + 1 when the
     causal mask came first, T when it did not)."""
     kept = np.minimum(np.arange(len(V)), window - 1) + 1  # keys in query t's window
-    return _rolling_means(V, window) * (kept / spread)[:, None]
+    return window_means(V, window) * (kept / spread)[:, None]
 
 
 def _normalised_over_queries(V, window):
@@ -122,12 +116,12 @@ def check_sliding_window_attention(sliding_window_attention):
         flat,
         [
             (
-                _rolling_means(V, 4),
+                window_means(V, 4),
                 "query t sees window + 1 keys (4 with window = 3): keep the keys with "
                 "t − j < window (t itself and the window − 1 before it).",
             ),
             (
-                np.vstack([V[:1], _rolling_means(V, 3)[:-1]]),
+                np.vstack([V[:1], window_means(V, 3)[:-1]]),
                 "query t misses itself: its window is t − window + 1 … t, t included.",
             ),
             (
@@ -145,7 +139,7 @@ def check_sliding_window_attention(sliding_window_attention):
     )
     expect_close(
         flat,
-        _rolling_means(V, 3),
+        window_means(V, 3),
         name,
         hint="With Q = 0 every score is 0, so query t's output is the plain mean of the "
         "values in its window, v_{t−2} … v_t for window = 3.",
@@ -168,7 +162,7 @@ def check_sliding_window_attention(sliding_window_attention):
     # Worked by hand: d_k = 4; key 1 scores 2 ln 3 more than key 0 for query 1, ln 3 once
     # divided by √d_k = 2: weights [1/4, 3/4].
     Q2, K2 = np.zeros((2, 4)), np.zeros((2, 4))
-    Q2[1, 0], K2[1, 0] = 2 * _LN3, 1.0
+    Q2[1, 0], K2[1, 0] = 2 * LN3, 1.0
     V2 = np.array([[0.0, 4.0], [4.0, 0.0]])
     row = _window(fn, Q2, K2, V2, 2)[1]
     reject_known(

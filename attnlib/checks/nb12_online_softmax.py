@@ -17,9 +17,8 @@ from attnlib.checks._core import (
     passed,
     reject_known,
 )
+from attnlib.checks._worked import LN3
 from attnlib.cost import peak_bytes
-
-_LN3 = np.log(3.0)
 
 
 # ---------------------------------------------------------------- online_softmax_attention
@@ -78,7 +77,7 @@ def check_online_softmax_attention(online_softmax_attention):
     # [1, 1, 3, 3] / 8 and the output [2, 6] / 8. The maximum grows in the second block.
     q = np.array([[1.0, 0.0, 0.0, 0.0]])
     K = np.zeros((4, 4))
-    K[2:, 0] = 2 * _LN3  # q · k = 2 ln 3, divided by √4
+    K[2:, 0] = 2 * LN3  # q · k = 2 ln 3, divided by √4
     V2 = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     late = _online(fn, q, K, V2, 2)
     reject_known(

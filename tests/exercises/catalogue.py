@@ -7,9 +7,12 @@ alternative passes every check. A notebook's test module takes both tests with
 
 import importlib
 
+import nbformat
+import numpy as np
 import pytest
 
 from attnlib.checks import CheckFailed
+from grader.course import source_path
 from grader.hidden import catalogue, compile_answer, verify
 
 
@@ -57,3 +60,41 @@ def catalogue_tests(notebook: str):
         assert failures(notebook, exercise, fn) == {}
 
     return test_mistake_is_named, test_alternative_passes
+
+
+def notebook_cells(notebook: str, kind: str) -> dict[str, str]:
+    """``{cell id: source}`` of the ``kind`` cells ("markdown", "code") of a solution."""
+    nb = nbformat.read(source_path(notebook), as_version=4)
+    return {c.get("id"): c.source for c in nb.cells if c.cell_type == kind}
+
+
+def notebook_prose(notebook: str) -> str:
+    """A solution's markdown as one line, white space folded: claims span line breaks."""
+    return " ".join("\n".join(notebook_cells(notebook, "markdown").values()).split())
+
+
+def gap_test(notebook: str, comparisons):
+    """The test that no catalogue mistake passes the visible check while the notebook's next
+    cell would show a gap: ``comparisons[exercise](fn)`` is that cell's ``(got, want)``."""
+
+    @pytest.mark.parametrize(
+        ("exercise", "mistake"),
+        [(n, m) for n, ex in catalogue(notebook).items() for m in ex.mistakes],
+        ids=lambda v: getattr(v, "label", v),
+    )
+    def test_no_mistake_passes_the_check_and_shows_a_gap_in_the_next_cell(
+        exercise, mistake, solution
+    ):
+        """Issue 24: scaling by √d_v passed ✓ while the comparison cell printed a 5.1e-01 gap."""
+        fn = compile_answer(mistake.source, exercise, solution(notebook))
+        try:
+            with np.errstate(all="ignore"):
+                got, want = comparisons[exercise](fn)
+            gap = np.abs(np.asarray(got) - want).max()
+        except Exception:  # noqa: BLE001 (a crash is its own message, the cell shows no gap)
+            return
+        if not gap < 1e-9:  # NaN too
+            with pytest.raises(CheckFailed):
+                visible_check(notebook, exercise)(fn)
+
+    return test_no_mistake_passes_the_check_and_shows_a_gap_in_the_next_cell

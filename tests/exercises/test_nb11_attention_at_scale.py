@@ -2,16 +2,14 @@
 the prose's claims about the real-text models hold for the shipped weights (a retrained model
 that broke one fails here, not silently in the notebook's text)."""
 
-import nbformat
 import pytest
 import torch
-from catalogue import catalogue_tests
+from catalogue import catalogue_tests, notebook_prose
 
 from attnlib import realtext
 from attnlib.kvcache import CachedDecoder, cache_bytes
 from attnlib.model import window_mask
 from attnlib.train import per_token_loss, torch_threads
-from grader.course import source_path
 
 NB = "11_attention_at_scale"
 
@@ -23,20 +21,16 @@ def real():
     return realtext.load_real_text()
 
 
-def _prose():
-    nb = nbformat.read(source_path(NB), as_version=4)
-    return " ".join("\n".join(c.source for c in nb.cells if c.cell_type == "markdown").split())
-
-
 def test_pooling_without_uptraining_is_worse_than_the_frequencies_as_the_prose_says(real, solution):
-    assert "without uptraining" in _prose() and "worse than the characters' frequencies" in _prose()
+    prose = notebook_prose(NB)
+    assert "without uptraining" in prose and "worse than the characters' frequencies" in prose
     pooled = realtext.with_shared_kv(real, solution(NB)["mean_pool_kv_heads"], 2)
     unigram = realtext.baselines(realtext.held_out_sample())["unigram"]
     assert realtext.held_out_loss(pooled) > unigram > realtext.held_out_loss(real)
 
 
 def test_the_window_is_said_to_be_applied_at_inference_then_trained():
-    prose = _prose()
+    prose = notebook_prose(NB)
     assert "trained with full attention**, at inference only" in prose
     assert "trained with the same recipe, seed and batches but a window of 32" in prose
     assert "PLACEHOLDER" not in prose
@@ -52,7 +46,7 @@ def _split_losses(model, tokens, window, mask=None):
 def test_trained_with_a_window_of_32_nothing_is_lost_as_the_prose_says(real):
     """ "almost nothing" at inference; trained, "even lower" than full attention, and ahead
     "by at least as much" where the window cuts nothing (so the gain is the run's)."""
-    prose = _prose()
+    prose = notebook_prose(NB)
     for claim in ("even lower than the full-attention model's", "by at least as much"):
         assert claim in prose
     windowed = realtext.load_real_text("real_text_window_32")
@@ -67,7 +61,7 @@ def test_trained_with_a_window_of_32_nothing_is_lost_as_the_prose_says(real):
 
 def test_the_windowed_model_steps_through_a_cache_of_32_as_the_prose_says():
     """ "it holds only the last 32 positions of 128 and gives its forward pass's logits"."""
-    assert "holds only the last 32 positions of 128" in _prose()
+    assert "holds only the last 32 positions of 128" in notebook_prose(NB)
     windowed = realtext.load_real_text("real_text_window_32")
     held = realtext.eval_tokens()[:8]
     rolling = CachedDecoder(windowed, batch=8, max_len=held.shape[1])
@@ -80,7 +74,7 @@ def test_the_windowed_model_steps_through_a_cache_of_32_as_the_prose_says():
 def test_trained_with_shared_kv_heads_the_loss_holds_and_pooled_it_does_not(real, solution):
     """ "within 0.01 nats of the 4-head model's", "fewer parameters"; pooled,
     "more than the characters' frequencies alone"."""
-    prose = _prose()
+    prose = notebook_prose(NB)
     assert "within 0.01 nats of the 4-head model's" in prose
     assert "cache and fewer parameters" in prose
     assert "cost more than the characters' frequencies alone" in prose
@@ -98,8 +92,8 @@ def test_trained_with_shared_kv_heads_the_loss_holds_and_pooled_it_does_not(real
 def test_the_decoder_caches_of_the_shared_kv_models_are_2_and_4_times_smaller(real):
     """ "The caches the decoder holds measure 2× and 4× smaller, the bytes `cache_bytes`
     counts", "the forward pass's to within 1e-4": 8 held-out sequences, one step each."""
-    assert "The caches the decoder holds measure 2× and 4× smaller" in _prose()
-    assert "the forward pass's to within 1e-4" in _prose()
+    assert "The caches the decoder holds measure 2× and 4× smaller" in notebook_prose(NB)
+    assert "the forward pass's to within 1e-4" in notebook_prose(NB)
     tokens = realtext.eval_tokens()[:8]
     shape = realtext.RECIPE["model"]
     d_head = shape["d_model"] // shape["n_heads"]

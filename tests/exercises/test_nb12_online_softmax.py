@@ -4,15 +4,13 @@ the cells compute."""
 
 import re
 
-import nbformat
 import numpy as np
 import pytest
-from catalogue import catalogue_tests, visible_check
+from catalogue import catalogue_tests, gap_test, notebook_cells
 
 from attnlib.checks import CheckFailed
 from attnlib.checks import nb12_online_softmax as checks
-from grader.course import source_path
-from grader.hidden import catalogue, compile_answer, spec
+from grader.hidden import spec
 
 NB = "12_online_softmax"
 
@@ -60,33 +58,12 @@ def _online_comparison(fn):
 COMPARISONS = {"online_softmax_attention": _online_comparison}
 
 
-@pytest.mark.parametrize(
-    ("exercise", "mistake"),
-    [(n, m) for n, ex in catalogue(NB).items() for m in ex.mistakes],
-    ids=lambda v: getattr(v, "label", v),
-)
-def test_no_mistake_passes_the_check_and_shows_a_gap_in_the_next_cell(exercise, mistake, solution):
-    """Issue 24: scaling by √d_v passed ✓ while the comparison cell printed a 5.1e-01 gap."""
-    fn = compile_answer(mistake.source, exercise, solution(NB))
-    try:
-        with np.errstate(all="ignore"):
-            got, want = COMPARISONS[exercise](fn)
-        gap = np.abs(np.asarray(got) - want).max()
-    except Exception:  # noqa: BLE001 (a crash is its own message, the cell shows no gap)
-        return
-    if not gap < 1e-9:  # NaN too
-        with pytest.raises(CheckFailed):
-            visible_check(NB, exercise)(fn)
+test_no_mistake_passes_the_check_and_shows_a_gap_in_the_next_cell = gap_test(NB, COMPARISONS)
 
 
 # ---------------------------------------------------------------- prose against output
-def _cells(kind):
-    nb = nbformat.read(source_path(NB), as_version=4)
-    return {c.get("id"): c.source for c in nb.cells if c.cell_type == kind}
-
-
 def test_online_softmax_history_credits_each_paper_with_its_part():
-    prose = "\n".join(_cells("markdown").values())
+    prose = "\n".join(notebook_cells(NB, "markdown").values())
     assert "running maximum and running sum are Milakov & Gimelshein's" in prose
     assert "running output along with them, over chunks of keys and values, is Rabe & Staats's" in (
         prose.replace("\n", " ")
@@ -95,7 +72,7 @@ def test_online_softmax_history_credits_each_paper_with_its_part():
 
 def test_the_figure_uses_decimal_ticks_readable_legends_and_no_bare_slopes():
     """Issue 24: power-of-two ticks, a 7 pt legend, a "slope 0.37" legend read as sub-linear."""
-    code = "\n".join(_cells("code").values())
+    code = "\n".join(notebook_cells(NB, "code").values())
     assert "base=2" not in code and "fontsize=7" not in code
     assert not re.search(r"label=f?\"[^\"]*slope", code)
     assert len(re.findall(r"^\s*decimal_log_ticks\(ax, ", code, re.M)) == 1
