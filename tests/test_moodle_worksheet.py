@@ -93,11 +93,16 @@ def test_a_row_two_students_could_be_gets_no_grade_and_is_named(tmp_path):
                               "Participant 5501 (Alice Adams): alice"]  # fmt: skip
 
 
-def test_a_decimal_comma_worksheet_gets_decimal_commas(tmp_path):
+@pytest.mark.parametrize("maximum_header", ["Maximum Grade", "Maximum grade"])
+def test_a_decimal_comma_worksheet_gets_decimal_commas(tmp_path, maximum_header):
+    """Moodle's versions spell the maximum's header both ways."""
     rows = [(5501, "Alice Adams", "", "", "Yes", "")]
-    sheet = moodle_worksheet.read(_worksheet(tmp_path / "w.csv", rows, maximum="12,00"))
-    done = moodle_worksheet.fill(sheet, NB, {("alice", NB): 9.5}, 12.0, ROSTER_COLUMNS)
-    assert sheet.rows[0][4] == "9,5" and done.above == [] and done.maximum == ""
+    path = _worksheet(tmp_path / "w.csv", rows, maximum="12,00")
+    path.write_text(path.read_text().replace("Maximum Grade", maximum_header))
+    sheet = moodle_worksheet.read(path)
+    done = moodle_worksheet.fill(sheet, NB, {("alice", NB): 12.5}, 12.0, ROSTER_COLUMNS)
+    assert sheet.rows[0][4] == "12,5" and done.maximum == ""
+    assert done.above == ["Participant 5501 (Alice Adams) 12,5"]
 
 
 def test_other_files_are_refused_in_one_line(tmp_path):

@@ -52,7 +52,11 @@ class Worksheet:
     comma: bool  # whether its numbers use a decimal comma ("10,00")
 
     def cell(self, row: list[str], column: str) -> str:
-        return row[self.header.index(column)].strip() if column in self.header else ""
+        """``row``'s cell of ``column`` ("" without one), the name's case aside: Moodle's
+        versions write ``Maximum Grade`` and ``Maximum grade``."""
+        names = [h.strip().lower() for h in self.header]
+        at = names.index(column.lower()) if column.lower() in names else None
+        return row[at].strip() if at is not None else ""
 
 
 @dataclass
@@ -79,9 +83,10 @@ def read(path: Path) -> Worksheet:
     if any(c not in header for c in NEEDED) or len(set(header)) != len(header):
         raise UserError(
             f"{path} is no Moodle grading worksheet: its header needs "
-            f"{', '.join(NEEDED)}, once each ({WHERE})"
+            f"{', '.join(NEEDED)}, once each, as Moodle in English writes them ({WHERE})"
         )
-    if SCALE in header and MAXIMUM not in header:
+    lower = [h.strip().lower() for h in header]
+    if SCALE.lower() in lower and MAXIMUM.lower() not in lower:
         raise UserError(
             f"{path}: this Moodle assignment is graded on a scale; give it a point grade "
             "(its settings, Grade, Type: Point) and download its worksheet again"
@@ -89,7 +94,7 @@ def read(path: Path) -> Worksheet:
     body = [r + [""] * (len(header) - len(r)) for r in rows[1:] if any(c.strip() for c in r)]
     if any(len(r) > len(header) for r in body):
         raise UserError(f"{path}: a row has more cells than the header ({WHERE})")
-    at = header.index(MAXIMUM) if MAXIMUM in header else None
+    at = lower.index(MAXIMUM.lower()) if MAXIMUM.lower() in lower else None
     comma = at is not None and any(re.fullmatch(r"\d+,\d+", r[at].strip()) for r in body)
     return Worksheet(path, header, body, comma)
 
