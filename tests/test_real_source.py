@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from attnlib import realsource, realtext, shipped
+from attnlib import plain_twin, realsource, realtext, shipped
 from attnlib.kvcache import CachedDecoder
 from attnlib.paths import REPO_ROOT
 from attnlib.train import learning_rate, per_token_loss, torch_threads
@@ -167,3 +167,42 @@ def test_the_sink_is_a_key_bias_forbidding_it_costs_and_evicting_it_hurts(natura
     long = realsource.natural_tokens(batch=4, T=3 * realsource.T + 1)
     window = 3 * realsource.T // 4
     assert _evicting_loss(model, long, window, 0) - _evicting_loss(model, long, window, 1) > 0.1
+
+
+@pytest.mark.parametrize("seed", realsource.SEEDS)
+def test_the_card_holds_its_plain_window_twin_and_the_script_that_trained_it(seed):
+    """Issue 47: what the repeated blocks cost, on the card notebook 10 reads. The twin is
+    the shipped recipe and seed with plain windows only, measured at the sweep's lengths;
+    as notebook 10 says, it forms no head and predicts held-out source better."""
+    card = realsource.load_card(seed)
+    twin = card["plain_twin"]
+    plain = {**card["recipe"], "data": {**card["recipe"]["data"], "repeat_share": 0.0}}
+    assert twin["recipe"] == plain == json.loads(json.dumps(plain_twin.recipe(seed)))
+    assert twin["script"] == f"python -m attnlib.plain_twin --seed {seed}"
+    assert twin["n_params"] == card["n_params"] and twin["threads"] == 1
+    assert list(twin["periods"]) == [str(p) for p in plain_twin.PERIODS]
+    assert max(p["induction"] for p in twin["periods"].values()) < 0.1
+    assert twin["held_out_loss"] < card["held_out_loss"]
+    assert twin["log"]["step"][-1] == card["recipe"]["optim"]["steps"]
+    markdown = realtext.data_file(f"{shipped.card_stem(realsource.run_name(seed))}.md").read_text()
+    assert f"trained by `{twin['script']}`" in markdown
+    assert f"{twin['held_out_loss']:.3f} nats per character" in markdown
+
+
+def test_the_twins_windows_are_plain_text():
+    """The twin's batches are the shipped recipe's with no blocks: consecutive characters."""
+    ids = torch.arange(1, 400) % 96 + 1
+    d = plain_twin.recipe(0)["data"]
+    rows = realsource.windows_with_repeats(ids, torch.Generator().manual_seed(0), **{**d, "T": 60})
+    assert all(consecutive(row) for row in rows[:, 1:].tolist())
+
+
+def test_the_twin_is_measured_as_the_shipped_model_is():
+    """plain_twin.measure on the shipped model gives its card's numbers: the twin's and the
+    shipped model's are the same measurements."""
+    card = realsource.load_card(0)
+    measured = plain_twin.measure(realsource.load(0))
+    best = max(h["induction"] for h in card["heads"] if h["layer"] == 1)
+    assert measured["held_out_loss"] == pytest.approx(card["held_out_loss"], abs=1e-4)
+    assert measured["loss_second_copy"] == pytest.approx(card["loss_second_copy"], abs=1e-3)
+    assert measured["periods"]["32"]["induction"] == pytest.approx(best, abs=1e-3)
