@@ -7,7 +7,9 @@ through a student notebook cell by cell, then runs a finished notebook and press
 nbgrader's Validate button; it checks the learner's launch shows none of nbgrader's
 instructor tools and that saving writes the learner's copy ``work/``, never the release.
 The attention-map explorer is driven there by mouse and by keyboard alone, and axe-core
-checks the Lab and 07's HTML handout for WCAG 2.1 A/AA violations (tests/accessibility.py).
+checks the Lab with 07, 08 and 10's explorers and a course figure (its alt text shown), and
+07's student HTML handout, for WCAG 2.1 A/AA violations (tests/accessibility.py; every
+solution handout in tests/test_figures.py).
 Screenshots go to artifacts/browser/.
 """
 
@@ -35,6 +37,7 @@ from fixtures.batches import Batch
 
 from attnlib import setup_lab
 from attnlib.lab import INSTRUCTOR_PLUGINS
+from attnlib.plotting import MIN_ALT_WORDS
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
 from grader.hidden import catalogue, compile_answer
 
@@ -265,7 +268,7 @@ def _gist(error: str) -> str:
 def _rendered_figures(panel) -> list[int]:
     """Width in pixels of every figure, once decoded (0 would be a broken image)."""
     return panel.evaluate(
-        """async p => Promise.all([...p.querySelectorAll('.jp-RenderedImage img')].map(
+        """async p => Promise.all([...p.querySelectorAll('.jp-OutputArea-output img')].map(
             async img => { try { await img.decode(); } catch (e) {} return img.naturalWidth; }))"""
     )
 
@@ -323,7 +326,7 @@ def test_student_notebook_runs_with_only_friendly_messages(lab, page):
     assert ran == sum(c.cell_type == "code" for c in student.cells)
     widths = _rendered_figures(panel)
     if widths:
-        panel.locator(".jp-RenderedImage img").first.scroll_into_view_if_needed()
+        panel.locator(".jp-OutputArea-output img").first.scroll_into_view_if_needed()
     page.screenshot(path=SHOTS / f"3-student-{first}.png")
 
     errors = _shown_errors(panel)
@@ -346,6 +349,10 @@ def test_student_notebook_runs_with_only_friendly_messages(lab, page):
         )
     assert len(errors) >= len(visible_checks)
     assert all(w > 0 for w in widths), f"broken figure(s): widths {widths}"
+    alts = panel.evaluate(
+        "p => [...p.querySelectorAll('.jp-OutputArea-output img')].map(i => i.alt)"
+    )
+    assert all(len(alt.split()) >= MIN_ALT_WORDS for alt in alts), f"a figure without alt: {alts}"
     demos = _figure_cells(student, skip_if_calling=_exercise_names(student))
     assert len(widths) >= demos, f"{demos} demo figure(s) expected, {len(widths)} rendered"
 
@@ -531,6 +538,7 @@ from attnlib.shipped import load_shipped
 tokens = tasks.repeat_twice(torch.Generator().manual_seed(7), 1, 10)[0]  # notebook 07's
 explore(load_shipped(), tokens)"""
 QUERY = 15  # a token of the second copy
+FIGURE_ALT = "A line rising from 0 to 1: look at its slope, which is 1 all the way."
 
 
 def _model_weights():
@@ -699,7 +707,52 @@ def test_the_explorer_works_by_keyboard_alone(lab, page):
     page.screenshot(path=SHOTS / "7-explorer-keyboard.png")
 
 
-def test_the_lab_with_the_explorer_has_no_wcag_violation_of_the_course_s_own(lab, page):
-    _explorer_in_the_lab(lab, page)
+# Notebooks 07, 08 and 10's explorers as their cells draw them (07: two models, a menu; 10: a
+# real-text model on held-out source, a menu of texts), and a figure shown as the course does.
+EXPLORERS_CELLS = [
+    """\
+import matplotlib.pyplot as plt
+import torch
+
+from attnlib import realsource, tasks
+from attnlib.explorer import explore, explore_text
+from attnlib.plotting import show
+from attnlib.shipped import load_shipped
+
+plt.style.use("attnlib.course")
+tokens = tasks.repeat_twice(torch.Generator().manual_seed(7), 1, 10)[0]
+labels = tasks.token_labels(tokens)""",
+    """\
+models = {"RoPE": load_shipped("induction"), "no positions": load_shipped("no_positions")}
+explore(models, tokens, labels, title="Where each token looks: [BOS] + r + r, len(r) = 10")""",
+    """\
+explore(load_shipped(), tokens, labels, title="Where each token looks: [BOS] + r + r")""",
+    """\
+explore_text(realsource.load(0), sample=realsource.held_out_sample(),
+             title="Where each character of held-out source looks (seed 0)")""",
+    f"""\
+fig, ax = plt.subplots(figsize=(4, 3))
+ax.plot([0, 1], [0, 1])
+ax.set_title("a rising line")
+show(fig, alt={FIGURE_ALT!r})""",
+]
+
+
+def test_the_lab_with_07_08_and_10_s_explorers_has_no_wcag_violation_of_the_course_s_own(lab, page):
+    """axe over the Lab with the three notebooks' explorers drawn and a course figure, whose
+    alt text JupyterLab shows as the <img>'s."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in EXPLORERS_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, lab.work / "explorers_check.ipynb")
+    panel = _open_notebook(page, "explorers_check.ipynb")
+    _run_cell_by_cell(page, panel, len(EXPLORERS_CELLS))
+    drawn = panel.locator(".attn-explorer[data-drawn]")
+    drawn.nth(2).wait_for()
+    assert drawn.count() == 3 and panel.locator(".attn-explorer select").count() == 2
+    assert panel.locator(".jp-OutputArea-output img").evaluate_all("i => i.map(x => x.alt)") == [
+        FIGURE_ALT
+    ]
+    assert not _shown_errors(panel)
     found = violations(page, LAB_OWN)
+    page.screenshot(path=SHOTS / "9-explorers-lab.png", full_page=True)
     assert not found, "\n".join(found)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from accessibility import violations
 
+from attnlib.plotting import MIN_ALT_WORDS
 from grader.cli import main
 from grader.commands.handouts import (
     CHROMIUM,
@@ -25,6 +27,7 @@ from grader.commands.handouts import (
     _visible_text,
     build,
     leaks,
+    math_text,
     secret_lines,
     shipped_text,
 )
@@ -32,6 +35,11 @@ from grader.course import assignments, release_path, source_path
 
 PLOTTING = re.compile(r"\b(plt\.(?!style\.)|heatmap\(|\.plot\(|\.imshow\(|subplots\()")
 PNG = re.compile(r'<img[^>]+src="data:image/png;base64,')
+IMG = re.compile(r"<img\b[^>]*>")
+ALT = re.compile(r'\balt="([^"]*)"')
+# A tagged PDF's figures (Chromium's structure elements), each with its alt text: a literal
+# string (ASCII), or UTF-16 in hex.
+PDF_FIGURE = re.compile(rb"/S /Figure\b(?:\s*/Alt (?:<FEFF([0-9A-Fa-f]*)>|\(((?:\\.|[^\\)])*)\)))?")
 
 
 def _chosen() -> list[str]:
@@ -182,11 +190,14 @@ def test_pdf_handouts_are_tagged_in_english_with_an_outline(handouts):
         assert b"/Lang (en)" in data and b"/Outlines" in data, pdf.name
 
 
-def test_html_handouts_load_offline_with_no_failed_request(handouts):
+def test_html_handouts_load_offline_with_no_failed_request_or_wcag_violation(handouts):
+    """Offline, in English, and no WCAG 2.1 A/AA violation (axe) on the student and solution
+    pages (every solution page is checked in tests/test_figures.py, 07's student page with
+    its explorer in tests/test_browser.py)."""
     from playwright.sync_api import sync_playwright
 
     out, _ = handouts
-    failed = []
+    failed, found = [], {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page()
@@ -195,8 +206,10 @@ def test_html_handouts_load_offline_with_no_failed_request(handouts):
         for path in sorted(out.glob("*/*.html")):
             page.goto(path.resolve().as_uri(), wait_until="load")
             assert page.evaluate("document.documentElement.lang") == "en", path.name
+            found[f"{path.parent.name}/{path.name}"] = violations(page)
         browser.close()
     assert not failed, f"requests a handout made offline: {sorted(set(failed))}"
+    assert not any(found.values()), found
 
 
 def _contrast(a: str, b: str) -> float:
@@ -251,3 +264,91 @@ def test_progress_bars_are_text_and_no_script_comes_from_a_cdn():
     assert not re.search(r"<script[^>]*\bsrc=", page), "a script from elsewhere"
     assert not re.search(r"mathjax|require\.js|embed-amd", page, re.I)
     assert '<html lang="en">' in page
+
+
+def _pdf_text(utf16: bytes, literal: bytes) -> str | None:
+    """A PDF string's text: hex UTF-16, or a literal with backslash escapes (None: neither)."""
+    if utf16:
+        return bytes.fromhex(utf16.decode()).decode("utf-16-be")
+    if literal:
+        unescape = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"(": b"(", b")": b")", b"\\": b"\\"}
+        return re.sub(rb"\\([nrt()\\])", lambda m: unescape[m.group(1)], literal).decode("latin-1")
+    return None
+
+
+def _alts(page: str) -> list[tuple[str, str | None]]:
+    """(class, alt text) of every <img> of a page (None: it has no alt)."""
+    found = []
+    for tag in IMG.findall(page):
+        alt, kind = ALT.search(tag), re.search(r'\bclass="([^"]*)"', tag)
+        found.append((kind.group(1) if kind else "", html.unescape(alt.group(1)) if alt else None))
+    return found
+
+
+def test_every_image_of_a_handout_says_what_it_shows_in_html_and_pdf(handouts):
+    """Figures with their alt text (attnlib.plotting.show), math as words, never nbconvert's
+    placeholder or raw TeX; the tagged PDF's figures carry the same alt texts."""
+    out, _ = handouts
+    seen = 0
+    for path in sorted(out.glob("*/*.html")):
+        images = _alts(path.read_text())
+        figures = [alt for kind, alt in images if kind != "math"]
+        maths = [alt for kind, alt in images if kind == "math"]
+        seen += len(figures)
+        bad = [
+            alt for alt in figures
+            if alt is None or len(alt.split()) < MIN_ALT_WORDS or "No description" in alt
+        ]  # fmt: skip
+        assert not bad, f"{path}: figures without a description: {bad[:3]}"
+        assert all(alt and not re.search(r"[\\{}^_$]", alt) for alt in maths), (path, maths)
+        pdf = path.with_suffix(".pdf").read_bytes()
+        tagged = [_pdf_text(utf16, literal) for utf16, literal in PDF_FIGURE.findall(pdf)]
+        assert None not in tagged, f"{path.with_suffix('.pdf')}: a figure with no alt text"
+        assert set(figures) <= set(tagged), f"{path.with_suffix('.pdf')}: alt texts lost in print"
+    assert seen, "no figure in the handouts: the test checks nothing"
+
+
+def test_math_reads_as_words():
+    """The handouts' math is an SVG; its alt text reads as words, not TeX."""
+    softmax = r"\mathrm{softmax}(x)_i = e^{x_i} / \sum_j e^{x_j}"
+    assert math_text(softmax) == (
+        "softmax (x) sub i equals e to the power x sub i divided by the sum over j of e to the "
+        "power x sub j"
+    )
+    assert math_text(r"\frac{Q K^\top}{\sqrt{d_k}}") == (
+        "Q K transposed over the square root of d sub k"
+    )
+    page = _html(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"$${softmax}$$")]), "m"
+    )
+    ((kind, alt),) = _alts(page)
+    assert kind == "math" and alt == math_text(softmax)
+
+
+def test_a_figure_prints_as_wide_as_tests_test_figures_assumes(handouts):
+    """The printed column (A4 less the PDF's margins, 703 CSS px, less the output prompt and
+    padding) is PRINT_COLUMN_PX, which tests/test_figures.py prints every figure's text in."""
+    from playwright.sync_api import sync_playwright
+    from test_figures import PRINT_COLUMN_PX
+
+    out, _ = handouts
+    widths = set()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 703, "height": 1000})
+        page.route(re.compile(r"^(?!file:|data:)"), lambda route: route.abort())
+        page.emulate_media(media="print")
+        for path in sorted(out.glob("solution/*.html")):
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            page.add_style_tag(content=PRINT_CSS)
+            widths |= set(
+                page.evaluate(
+                    """() => [...document.querySelectorAll('.jp-OutputArea-output img')].map(i => {
+                        const o = i.closest('.jp-OutputArea-output'), s = getComputedStyle(o);
+                        return o.clientWidth - parseFloat(s.paddingLeft)
+                               - parseFloat(s.paddingRight); })"""
+                )
+            )
+        browser.close()
+    assert widths, "no figure to measure"
+    assert all(abs(w - PRINT_COLUMN_PX) <= 2 for w in widths), widths

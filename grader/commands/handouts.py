@@ -147,6 +147,46 @@ def _drop_errors(nb: NotebookNode) -> None:
             cell.outputs = [*kept, note]
 
 
+# TeX read as words, for the math's alt text (a screen reader reads "\\sum_j" as it is).
+_TEX_WORDS = {
+    r"\propto": " is proportional to ", r"\cdot": " times ", r"\times": " times ",
+    r"\approx": " is about ", r"\leq": " is at most ", r"\le": " is at most ",
+    r"\geq": " is at least ", r"\ge": " is at least ", r"\neq": " is not ", r"\in": " in ",
+    r"\infty": " infinity ", r"\to": " to ", r"\top": " transposed ", r"\ldots": " dots ",
+    r"\dots": " dots ", r"\exp": " exp ", r"\log": " log ", r"\max": " max ", "/": " divided by ",
+    "=": " equals ", "+": " plus ", "-": " minus ", "<": " is less than ", ">": " is more than ",
+}  # fmt: skip
+_GREEK = re.compile(r"\\(alpha|beta|gamma|delta|epsilon|theta|lambda|mu|pi|sigma|tau|phi|omega)\b")
+
+
+def math_text(tex: str) -> str:
+    """TeX as words a screen reader reads: ``e^{x_i} / \\sum_j e^{x_j}`` is "e to the power x
+    sub i divided by the sum over j of e to the power x sub j"."""
+    group = r"(\{[^{}]*\}|\\?[A-Za-z0-9])"  # a {group} holding no other, or one symbol
+    rules = [
+        (r"\\(?:mathrm|text|operatorname|mathbf|mathit)\{([^{}]*)\}", r" \1 "),
+        (r"\^(\{\\top\}|\\top|T\b)", " transposed "),
+        (r"\\sum_" + group + r"\^" + group, r" the sum over \1 to \2 of "),
+        (r"\\sum_" + group, r" the sum over \1 of "),
+        (r"\\sqrt" + group, r" the square root of \1 "),
+        (r"\\frac" + group + group, r" \1 over \2 "),
+        (r"_" + group, r" sub \1 "),
+        (r"\^" + group, r" to the power \1 "),
+    ]
+    text = _GREEK.sub(r" \1 ", tex)
+    while True:  # innermost groups first, until nothing changes
+        before = text
+        for pattern, words in rules:
+            text = re.sub(pattern, words, text)
+        text = re.sub(r"(?<![\\a-z}_^])\{([^{}]*)\}", r" \1 ", text)  # a bare {group}
+        if text == before:
+            break
+    for sign, words in _TEX_WORDS.items():
+        text = text.replace(sign, words)
+    text = text.replace("\\", " ").replace("{", " ").replace("}", " ")
+    return " ".join(text.split()).replace(" )", ")").replace("( ", "(")
+
+
 def _math_svg(tex: str, display: bool) -> str | None:
     """TeX drawn as an inline SVG by matplotlib's mathtext (None if it cannot parse it)."""
     from matplotlib import mathtext
@@ -158,7 +198,8 @@ def _math_svg(tex: str, display: bool) -> str | None:
         return None
     src = "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode()
     style = "display:block;margin:0.5em auto" if display else "vertical-align:-0.3em"
-    return f'<img class="math" alt="{html.escape(tex)}" style="{style}" src="{src}">'
+    alt = html.escape(math_text(tex))  # the TeX itself reads as its backslashes and braces
+    return f'<img class="math" alt="{alt}" style="{style}" src="{src}">'
 
 
 def _render_math(nb: NotebookNode) -> None:
