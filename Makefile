@@ -17,11 +17,11 @@ OUT ?= out
 .PHONY: setup grader-setup test-setup lab update reset test test-fast release collect grade formgrader \
 	totals export data bench handouts bundle lint browser axe sandbox perf clean hub-setup hub hub-end
 
-$(STAMP): pyproject.toml constraints.txt attnlib/setup_lab.py
+$(STAMP): pyproject.toml constraints.txt attnlib/lab/settings.py
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) -e .
-	$(PY) -m attnlib.setup_lab
+	$(PY) -m attnlib.lab.settings
 	touch $(STAMP)
 
 $(GRADER_STAMP): $(STAMP)

@@ -35,8 +35,8 @@ from accessibility import violations
 from exercises.catalogue import failures
 from fixtures.batches import Batch
 
-from attnlib import setup_lab
 from attnlib.lab import INSTRUCTOR_PLUGINS
+from attnlib.lab import settings as setup_lab
 from attnlib.plotting import MIN_ALT_WORDS
 from grader.course import RELEASE, REPO_ROOT, assignments, source_path
 from grader.hidden import catalogue, compile_answer

@@ -72,8 +72,9 @@ def test_bundle_has_the_student_materials_and_nothing_secret(built):
         "nbgrader_config.py",
         "attnlib/__init__.py",
         "attnlib/paths.py",
-        "attnlib/lab.py",
-        "attnlib/workspace.py",
+        "attnlib/lab/__init__.py",
+        "attnlib/lab/__main__.py",
+        "attnlib/lab/workspace.py",
     } <= set(contents)
     assert any(name.startswith("data/") for name in contents)
     assert b'include = ["attnlib*"]' in contents["pyproject.toml"]

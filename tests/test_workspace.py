@@ -1,4 +1,4 @@
-"""The learner's own copy (`make lab` / `update` / `reset`, ``attnlib.workspace``).
+"""The learner's own copy (`make lab` / `update` / `reset`, ``attnlib.lab.workspace``).
 
 Each test makes a release folder from the course's release notebooks and a work folder in
 ``tmp_path``; a "new release" is that folder edited the way a course update would be.
@@ -13,7 +13,7 @@ import sys
 import nbformat
 import pytest
 
-from attnlib import workspace
+from attnlib.lab import workspace
 from attnlib.paths import FORMER_NAMES, moved_to
 from grader.course import RELEASE, REPO_ROOT
 

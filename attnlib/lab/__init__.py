@@ -4,7 +4,7 @@
     python -m attnlib.lab update                    # `make update`
     python -m attnlib.lab reset NOTEBOOK [EXERCISE] # `make reset NOTEBOOK=... EXERCISE=...`
 
-The first launch makes ``work/`` from the release (see ``attnlib.workspace``) and JupyterLab
+The first launch makes ``work/`` from the release (see ``attnlib.lab.workspace``) and JupyterLab
 opens it. Each launch states which of nbgrader's extensions it shows with a *launch profile*:
 a Jupyter config folder put first on ``JUPYTER_CONFIG_PATH`` for that server only (a page
 config for the JupyterLab plugins, a server config for the server extensions). A learner's
@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from attnlib import setup_lab, workspace
+from attnlib.lab import settings, workspace
 
 # nbgrader's extensions (its installation guide says which is which): the instructor's tools.
 # Create Assignment has a JupyterLab part only; the others a server extension too.
@@ -61,14 +61,14 @@ def write_profile(folder: Path, instructor: bool) -> Path:
 def _settings_current() -> None:
     """The course's JupyterLab settings (``make setup`` writes them; a shared, read-only
     environment keeps the ones its owner wrote)."""
-    path = setup_lab.settings_path()
+    path = settings.settings_path()
     try:
         current = json.loads(path.read_text())
     except (OSError, ValueError):
         current = None
-    if current != setup_lab.SETTINGS:
+    if current != settings.SETTINGS:
         try:
-            setup_lab.write_settings()
+            settings.write_settings()
         except OSError as err:
             print(f"note: could not write the course's JupyterLab settings ({err})")
 
@@ -138,7 +138,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
