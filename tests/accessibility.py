@@ -1,9 +1,9 @@
 """axe-core in a Playwright page: the WCAG 2.1 A and AA violations a page has.
 
 axe-core comes from npm, pinned by tests/axe/package-lock.json and installed by `make axe`
-(`make test` does) into the venv, as JupyterHub's proxy is. The browser tests run it once
-over each kind of page a learner reads: an HTML handout with the explorer, a feedback page,
-the class report, and JupyterLab with the explorer rendered.
+(`make test` does) into the venv, as JupyterHub's proxy is. The tests run it over each page
+a learner reads: every notebook's HTML handout (explorers drawn), a feedback page, the class
+report, and JupyterLab with 07, 08 and 10's explorers and a course figure rendered.
 """
 
 import pytest

@@ -1,7 +1,8 @@
 """The pages the grader writes for people, checked by axe-core in Chromium: a learner's
 feedback page and the class report have no WCAG 2.1 A/AA violation (one axe run each).
-The handouts and JupyterLab with the explorer are checked in tests/test_handouts.py and
-tests/test_browser.py, the explorer's keyboard use there too."""
+Every notebook's handout is checked in tests/test_figures.py (and tests/test_handouts.py),
+07's student handout and JupyterLab with 07, 08 and 10's explorers in tests/test_browser.py,
+the explorer's keyboard use there too."""
 
 import re
 

@@ -1,13 +1,16 @@
-"""Figures a learner can read (issue 47): every figure of the executed solutions is at least
-100 dpi, its smallest text is at least 8 pt at the size it is displayed, no two tick labels of
-an axis collide, and it has a title (what to look for).
+"""Figures a learner can read (issues 47 and 49): every figure of the executed solutions says
+what it shows (alt text, shown by attnlib.plotting.show), is at least 100 dpi as displayed and
+twice that in its PNG (sharp at 200% zoom), its smallest text is at least 8 pt as displayed and
+6 pt printed, no two tick labels of an axis collide, and it has a title (what to look for).
 
 No other fixture runs the solutions' demo cells (grading and Validate leave them out), so the
-``figures`` fixture runs each solution notebook once in a kernel, three at a time (leaving
-out the demo cells that draw nothing saves about a tenth: not worth it). A figure's pixel size and
-dpi are read from its PNG output (the header and the pHYs chunk matplotlib writes); its fonts,
-tick labels and title from the figure itself, by a cell run after each drawing cell (the
-inline backend is told to keep figures open until then).
+``executed`` fixture runs each solution notebook once in a kernel, three at a time (leaving
+out the demo cells that draw nothing saves about a tenth: not worth it). A figure's pixels and
+dpi are read from the PNG its output shows (the header and the pHYs chunk), its displayed size
+and alt text from the output; its fonts, tick labels and title from the figure itself, measured
+as attnlib.plotting.figure_bundle draws it (wrapped by a cell run first). The same runs give
+every notebook's solution handout, which axe checks offline and `make handouts` prints to a
+tagged PDF.
 """
 
 import base64
@@ -16,16 +19,17 @@ import io
 import json
 import re
 import struct
+import subprocess
 
 import nbformat
 import pytest
 from accessibility import violations
 from fixtures.validate import UNIX_SOCKET_KERNELS, in_processes
 from nbformat.v4 import new_code_cell
-from test_handouts import PLOTTING
+from test_handouts import PDF_FIGURE, PLOTTING, _pdf_text
 
 from attnlib.plotting import MIN_ALT_WORDS
-from grader.commands.handouts import CHROMIUM, CHROMIUM_ARGS, _html
+from grader.commands.handouts import CHROMIUM, CHROMIUM_ARGS, _html, _print_pdfs
 from grader.course import assignments, source_path
 from grader.settings import GraderSettings
 
@@ -292,6 +296,29 @@ def test_every_solution_handout_has_no_wcag_violation_offline(executed, tmp_path
     assert all(explorers[a] for a in ("07_positions", "08_attention_maps", "10_real_text"))
     assert not failed, f"requests a handout made offline: {sorted(set(failed))}"
     assert not any(found.values()), "\n".join(f"{a}: {v}" for a, vs in found.items() for v in vs)
+
+
+def test_every_solution_handout_prints_as_a_tagged_pdf_with_its_figures_alt_text(
+    executed, tmp_path
+):
+    """`make handouts`' printing (grader.commands.handouts._print_pdfs) of every notebook's
+    page: `pdfinfo` says Tagged: yes, and every figure of the PDF has its alt text."""
+    pages = []
+    for assignment, (_, text) in executed.items():
+        pages.append(tmp_path / f"{assignment}.html")
+        pages[-1].write_text(text, encoding="utf-8")
+    _print_pdfs(pages)
+    untagged, lost = [], []
+    for page in pages:
+        pdf = page.with_suffix(".pdf")
+        info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True)
+        if not re.search(r"^Tagged:\s+yes$", info.stdout, re.M):
+            untagged.append(pdf.name)
+        alts = {alt for alt in ALT.findall(page.read_text())}
+        tagged = {_pdf_text(*m) for m in PDF_FIGURE.findall(pdf.read_bytes())}
+        lost += [f"{pdf.name}: {alt[:50]!r}" for alt in alts if html.unescape(alt) not in tagged]
+    assert not untagged, f"untagged PDFs: {untagged}"
+    assert not lost, "figures printed without their alt text:\n" + "\n".join(lost)
 
 
 def test_the_measuring_code_and_the_png_reader_see_what_a_learner_sees():
