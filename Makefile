@@ -79,7 +79,7 @@ export: grader-setup
 	  $(foreach w,$(MOODLE_WORKSHEETS),--moodle-worksheet $(w))
 
 data: setup
-	$(PY) -m attnlib.shipped --retrain
+	$(PY) -m attnlib.factory --retrain
 
 bench: test-setup browser sandbox perf
 	$(PY) -m bench

@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from attnlib import plain_twin, realsource, realtext, shipped
+from attnlib import realsource, realtext, shipped
+from attnlib.factory import make_data, plain_twin
 from attnlib.kvcache import CachedDecoder
 from attnlib.paths import REPO_ROOT
 from attnlib.train import learning_rate, per_token_loss, torch_threads
@@ -30,19 +31,19 @@ def test_the_card_and_the_recipes_state_how_long_make_data_took():
     """The sum of every card's training time and half of it (two models at a time), read
     here from the JSON cards, in the real-source cards and in docs/real_text_recipes.md."""
     seconds = {
-        name: json.loads(realtext.data_file(f"{shipped.card_stem(name)}.json").read_text())[
+        name: json.loads(realtext.data_file(f"{make_data.card_stem(name)}.json").read_text())[
             "train_seconds"
         ]
-        for name in shipped.ALL_NAMES
+        for name in make_data.ALL_NAMES
     }
     total = sum(seconds.values())
-    whole = [f"{total / 60:.1f} min", f"{total / shipped.JOBS / 60:.1f} min"]
+    whole = [f"{total / 60:.1f} min", f"{total / make_data.JOBS / 60:.1f} min"]
     recipes = (REPO_ROOT / "docs" / "real_text_recipes.md").read_text()
     assert all(number in recipes for number in [*whole, f"{total:.1f} s"])
     assert all(f"{s:.1f}" in recipes for s in seconds.values())  # its table of every model
     seeds = " and ".join(f"{seconds[name] / 60:.1f}" for name in realsource.NAMES)
     for name in realsource.NAMES:
-        markdown = realtext.data_file(f"{shipped.card_stem(name)}.md").read_text()
+        markdown = realtext.data_file(f"{make_data.card_stem(name)}.md").read_text()
         assert f"trained this model in {seconds[name] / 60:.1f} min" in markdown
         assert f"the two seeds: {seeds} min" in markdown and "real_text_recipes.md" in markdown
         assert all(number in markdown for number in whole), name
@@ -104,7 +105,7 @@ def test_cosine_schedule_warms_up_then_falls_to_its_floor():
 
 
 def test_make_data_retrains_every_model_and_refuses_unknown_seeds():
-    assert {*realsource.NAMES, *realtext.RUNS, *shipped.MODELS} == set(shipped.ALL_NAMES)
+    assert {*realsource.NAMES, *realtext.RUNS, *shipped.MODELS} == set(make_data.ALL_NAMES)
     with pytest.raises(ValueError, match="No real-source model of seed 5"):
         realsource.load(5)
 
@@ -178,13 +179,15 @@ def test_the_card_holds_its_plain_window_twin_and_the_script_that_trained_it(see
     twin = card["plain_twin"]
     plain = {**card["recipe"], "data": {**card["recipe"]["data"], "repeat_share": 0.0}}
     assert twin["recipe"] == plain == json.loads(json.dumps(plain_twin.recipe(seed)))
-    assert twin["script"] == f"python -m attnlib.plain_twin --seed {seed}"
+    assert twin["script"] == f"python -m attnlib.factory.plain_twin --seed {seed}"
     assert twin["n_params"] == card["n_params"] and twin["threads"] == 1
     assert list(twin["periods"]) == [str(p) for p in plain_twin.PERIODS]
     assert max(p["induction"] for p in twin["periods"].values()) < 0.1
     assert twin["held_out_loss"] < card["held_out_loss"]
     assert twin["log"]["step"][-1] == card["recipe"]["optim"]["steps"]
-    markdown = realtext.data_file(f"{shipped.card_stem(realsource.run_name(seed))}.md").read_text()
+    markdown = realtext.data_file(
+        f"{make_data.card_stem(realsource.run_name(seed))}.md"
+    ).read_text()
     assert f"trained by `{twin['script']}`" in markdown
     assert f"{twin['held_out_loss']:.3f} nats per character" in markdown
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from attnlib import shipped
+from attnlib.factory import make_data
 from attnlib.paths import data_dir, data_file
 from attnlib.patterns import repeat_templates, template_score
 from grader.hidden import nb08_attention_maps as reference
@@ -34,20 +35,20 @@ def test_weights_are_small_and_match_the_recipe(name):
         assert key in card, key
 
 
-@pytest.mark.parametrize("name", shipped.ALL_NAMES)
+@pytest.mark.parametrize("name", make_data.ALL_NAMES)
 def test_every_markdown_card_is_rendered_from_its_json_and_states_its_training_time(name):
     """Every model `make data` trains, toys and real text: `--cards` would write this .md."""
-    stem = shipped.card_stem(name)
+    stem = make_data.card_stem(name)
     seconds = json.loads(data_file(f"{stem}.json").read_text())["train_seconds"]
     md = data_file(f"{stem}.md").read_text()
-    assert md == shipped.card_markdown(name), "run `python -m attnlib.shipped --cards`"
+    assert md == make_data.card_markdown(name), "run `python -m attnlib.factory --cards`"
     assert f"trained in {seconds:.1f} s" in md
 
 
 def test_make_data_trains_every_model_that_has_a_card():
     """The cards' sum of training times (make_data_summary) leaves out no shipped card."""
     shipped_cards = {path.stem for path in data_dir().glob("model_card*.json")}
-    assert shipped_cards == {shipped.card_stem(name) for name in shipped.ALL_NAMES}
+    assert shipped_cards == {make_data.card_stem(name) for name in make_data.ALL_NAMES}
 
 
 @pytest.mark.parametrize("name", list(shipped.MODELS))

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from attnlib import realsource, realtext
+from attnlib.factory import realsource as source_factory
 from attnlib.model import TinyTransformer
 from attnlib.train import train
 from recipes.real_text_induction.bpe import Tokenizer, learn_merges
@@ -106,7 +107,7 @@ def tokenize(recipe: Recipe, train_text: str) -> tuple[torch.Tensor, int, HeldOu
 def run(recipe: Recipe, seed: int, out: Path) -> dict[str, object]:
     """Train ``recipe`` from ``seed`` on one thread, printing items 1–3 at every evaluation;
     write its log to ``runs/`` and its weights to ``out``. Returns the log."""
-    train_text, _, _ = realsource.collect_corpus()
+    train_text, _, _ = source_factory.collect_corpus()
     ids, vocab, held = tokenize(recipe, train_text)
     model = build(recipe, vocab, seed)
     load_before = os.getloadavg()[0]

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from attnlib import realsource
+from attnlib.factory import realsource as source_factory
 from attnlib.realtext import BOS
 from recipes.real_text_induction.common import Recipe, build, tokenize
 from recipes.real_text_induction.evaluate import (
@@ -56,7 +57,7 @@ def main() -> None:
     torch.set_num_threads(1)
     module = importlib.import_module(f"recipes.real_text_induction.{args.recipe}")
     recipe: Recipe = module.RECIPE
-    train_text, _, _ = realsource.collect_corpus()
+    train_text, _, _ = source_factory.collect_corpus()
     _, vocab, held = tokenize(recipe, train_text)
     model = build(recipe, vocab, args.seed)
     weights = torch.load(args.out / f"{recipe.name}_seed_{args.seed}.pt", weights_only=True)

@@ -8,7 +8,7 @@ under ``"plain_twin"`` in the shipped model's card of the same seed, which
 ``make data`` carries over when it retrains the shipped model. Notebook 10 and the rendered
 card read them from there.
 
-``python -m attnlib.plain_twin --seed 0`` trains seed 0's twin on one torch thread (3 min on
+``python -m attnlib.factory.plain_twin --seed 0`` trains seed 0's twin on one torch thread (3 min on
 an idle core, 7 min on a busy one) and writes its numbers into
 ``data/model_card_real_text_induction.json`` and the ``.md`` rendered from it; ``--seed 1``
 the same for ``…_seed_1``.
@@ -22,10 +22,12 @@ import time
 import torch
 
 from attnlib import realsource
+from attnlib.factory import realsource as source_factory
+from attnlib.factory.make_data import card_markdown
 from attnlib.paths import data_dir
 from attnlib.train import per_token_loss, run_facts
 
-SCRIPT = "python -m attnlib.plain_twin"
+SCRIPT = "python -m attnlib.factory.plain_twin"
 # The periods of notebook 10's sweep of [BOS] + r + r (its "how far back" cell).
 PERIODS = (8, 16, 24, 32, 40, 48, 64, 96)
 KEY = "plain_twin"
@@ -57,7 +59,7 @@ def measure(model):
 def train_twin(seed=0, steps=None, progress=True):
     """Train seed ``seed``'s twin: ``(entry for the card, model)``."""
     load_before = os.getloadavg()[0]
-    model, history, _ = realsource.train_source(seed, steps, progress, recipe(seed))
+    model, history, _ = source_factory.train_source(seed, steps, progress, recipe(seed))
     busy = max(load_before, os.getloadavg()[0])
     entry = dict(
         script=f"{SCRIPT} --seed {seed}",
@@ -78,13 +80,13 @@ def write(seed, entry):
     card[KEY] = entry
     stem = data_dir() / f"model_card_{realsource.run_name(seed)}"
     stem.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n")
-    from attnlib.shipped import card_markdown  # imports realsource: no cycle at load
-
     stem.with_suffix(".md").write_text(card_markdown(realsource.run_name(seed)))
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlib.factory.plain_twin", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--seed", type=int, choices=realsource.SEEDS, required=True)
     parser.add_argument("--steps", type=int, help="a short trial run: print, write nothing")
     args = parser.parse_args(argv)
