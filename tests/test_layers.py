@@ -1,5 +1,6 @@
-"""The grader's layers: a module imports only from its own layer or the ones below, and no
-import cycle, so the folders read bottom-up. Every import counts, those inside functions too.
+"""The layers of attnlib, the grader and the hub: a module imports only from its own layer or
+the ones below, and no import cycle, so the folders read bottom-up. Every import counts, those
+inside functions too.
 
 The layer order, bottom-up (a module's layer is the first prefix of its name listed here):
 """
@@ -10,8 +11,13 @@ from pathlib import Path
 from grader.course import REPO_ROOT
 
 LAYERS = (
-    # base: the exception, the course, settings, the kernel side (grader/__init__.py, wire.py
-    # and kernel/ are what the sandbox mounts) and the catalogue of hidden checks
+    # the notebooks' runtime: what a notebook, its checks and the grader import of attnlib
+    ("attnlib",),
+    # the learner's lab commands (`make lab`, update, reset) and the `make data` model factory,
+    # each over the runtime, neither importing the other (attnlib.setup_lab: lab's former name)
+    ("attnlib.lab", "attnlib.setup_lab", "attnlib.factory"),
+    # the grader's base: the exception, the course, settings, the kernel side (grader/__init__.py,
+    # wire.py and kernel/ are what the sandbox mounts) and the catalogue of hidden checks
     ("grader.errors", "grader.logs", "grader.course", "grader.configfile", "grader.settings",
      "grader.lifeline", "grader.processes", "grader.wire", "grader.seeds", "grader.release",
      "grader.kernel", "grader.hidden", "grader"),
@@ -23,7 +29,7 @@ LAYERS = (
     ("grader.commands",),  # one module per `python -m grader` command
     ("grader.cli", "grader.__main__", "hub"),  # the entry points, and the hub on top
 )  # fmt: skip
-PACKAGES = ("grader", "hub")
+PACKAGES = ("attnlib", "grader", "hub")
 
 
 def _module_name(path: Path) -> str:
@@ -109,5 +115,32 @@ def test_the_checks_see_what_they_must(monkeypatch):
     assert {layer(m) for m in MODULES} == set(range(len(LAYERS)))
     assert "grader.judging.judge" in GRAPH["grader.batch.pool"]  # imported in a function
     monkeypatch.setitem(GRAPH, "grader.settings", GRAPH["grader.settings"] | {"grader.cli"})
-    assert "grader.settings (layer 0) imports grader.cli (layer 7)" in _upward()
+    assert "grader.settings (layer 2) imports grader.cli (layer 9)" in _upward()
     assert _cycle() == ["grader.cli", "grader.settings", "grader.cli"]
+
+
+def test_the_runtime_imports_neither_the_lab_nor_the_factory(monkeypatch):
+    """attnlib's runtime is below its lab commands and its model factory: a notebook's import
+    never loads them, and an import of one by the runtime is caught."""
+    assert layer("attnlib.shipped") < layer("attnlib.factory.make_data")
+    assert layer("attnlib.paths") < layer("attnlib.lab.workspace")
+    assert layer("attnlib.lab") == layer("attnlib.factory") < layer("grader.course")
+    rooms = {"attnlib.lab": "attnlib.factory", "attnlib.factory": "attnlib.lab"}
+    across = [
+        f"{module} imports {target}"
+        for module, targets in sorted(GRAPH.items())
+        for room, other in rooms.items()
+        if module == room or module.startswith(room + ".")
+        for target in sorted(targets)
+        if target == other or target.startswith(other + ".")
+    ]
+    assert not across, "\n".join(across)  # the lab and the factory stay apart
+    monkeypatch.setitem(
+        GRAPH, "attnlib.realsource", GRAPH["attnlib.realsource"] | {"attnlib.factory.realsource"}
+    )
+    assert "attnlib.realsource (layer 0) imports attnlib.factory.realsource (layer 1)" in _upward()
+    assert _cycle() == [
+        "attnlib.factory.realsource",
+        "attnlib.realsource",
+        "attnlib.factory.realsource",
+    ]

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from attnlib.lab import settings, workspace
+from attnlib.lab import workspace
 
 # nbgrader's extensions (its installation guide says which is which): the instructor's tools.
 # Create Assignment has a JupyterLab part only; the others a server extension too.
@@ -61,6 +61,8 @@ def write_profile(folder: Path, instructor: bool) -> Path:
 def _settings_current() -> None:
     """The course's JupyterLab settings (``make setup`` writes them; a shared, read-only
     environment keeps the ones its owner wrote)."""
+    from attnlib.lab import settings  # not at import: `python -m attnlib.lab.settings` runs it
+
     path = settings.settings_path()
     try:
         current = json.loads(path.read_text())
