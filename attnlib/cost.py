@@ -81,7 +81,7 @@ def time_call(fn, *args, reps=5, min_total=0.2, max_reps=100, clock=time.perf_co
     out altogether (for work done on the calling thread: one BLAS or torch thread).
     """
     fn(*args)
-    times = []
+    times: list[float] = []
     while len(times) < reps or (sum(times) < min_total and len(times) < max_reps):
         start = clock()
         fn(*args)

@@ -113,7 +113,9 @@ class CachedDecoder:
         if self.rope and self.reindex:  # the slots' angles never change: compute them once
             self.slot_angles = rope_angles(torch.arange(capacity), self.d_head)
         self.t = 0  # text position of the next token
-        self.kept = [] if record else None  # per step: the text positions the query saw
+        self.kept: list[torch.Tensor] | None = (
+            [] if record else None
+        )  # per step: the text positions the query saw
 
     @torch.inference_mode()
     def step(self, tokens):

@@ -226,7 +226,7 @@ class TinyTransformer(nn.Module):
     def attention_weights(self):
         """The last call's attention of every layer: a list of ``[B, n_heads, T, T]``
         (``[n_heads, T, T]`` for unbatched tokens), index = layer."""
-        return [block.attn.weights for block in self.blocks]
+        return [block.attn.weights for block in self.blocks]  # type: ignore[union-attr]
 
     @torch.no_grad()
     def attention(self, tokens, mask=None, positions=None):

@@ -7,6 +7,8 @@ score). The notebook's detectors are written by the learner; this module only se
 model card and the plots.
 """
 
+from typing import Any
+
 import numpy as np
 
 
@@ -86,7 +88,7 @@ def attention_grid(weights, titles=None, size=2.4, suptitle=None, dpi=72, tick_e
     return fig
 
 
-def heads_table(heads):
+def heads_table(heads: list[dict[str, Any]]) -> list[str]:
     """A model card's per-head scores (``heads``: dicts of layer, head and the four scores)
     as the lines of a Markdown table."""
     lines = [

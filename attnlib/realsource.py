@@ -25,8 +25,10 @@ weights and cards. Each card also holds the numbers of the model's plain-window 
 import copy
 import json
 import re
+from typing import Any
 
 import torch
+from torch import Tensor
 
 from attnlib import realtext
 from attnlib.model import TinyTransformer
@@ -36,7 +38,7 @@ from attnlib.realtext import BOS, N_TOKENS, encode
 from attnlib.train import per_token_loss
 
 T = 128
-RECIPE = dict(
+RECIPE: dict[str, Any] = dict(
     seed=0,
     model=dict(
         vocab=N_TOKENS, d_model=64, n_layers=2, n_heads=4, causal=True, rope=True, mlp=False
@@ -51,7 +53,7 @@ SAMPLE, SAMPLE_CHARS = "real_source_heldout.txt", 64_000
 NATURAL = 32  # held-out windows of T characters for the natural-text evaluation
 
 
-def run_name(seed=0):
+def run_name(seed: int = 0) -> str:
     """The files' stem of seed ``seed``: ``real_text_induction`` (seed 0), ``…_seed_1``."""
     if seed not in SEEDS:
         raise ValueError(f"No real-source model of seed {seed}; there are seeds {SEEDS}.")
@@ -61,17 +63,25 @@ def run_name(seed=0):
 NAMES = {run_name(seed): seed for seed in SEEDS}
 
 
-def recipe(seed=0):
+def recipe(seed: int = 0) -> dict[str, Any]:
     run_name(seed)  # refuses an unknown seed
     return {**RECIPE, "seed": seed}
 
 
-def held_out_sample():
+def held_out_sample() -> str:
     """The held-out source shipped in ``data/`` (identical on every Python)."""
     return data_file(SAMPLE).read_text()
 
 
-def windows_with_repeats(ids, gen, batch, T, repeat_share, min_len, max_len):
+def windows_with_repeats(
+    ids: Tensor,
+    gen: torch.Generator,
+    batch: int,
+    T: int,
+    repeat_share: float,
+    min_len: int,
+    max_len: int,
+) -> Tensor:
     """``[batch, T]``: BOS + T − 1 characters from a random offset of ``ids``. In a share
     ``repeat_share`` of the rows the text comes in blocks, each stretch twice: ``s₁ s₁ s₂ s₂
     …``, the stretches consecutive in ``ids``, L ~ U{min_len…max_len} characters each, the row
@@ -111,7 +121,9 @@ def repeat_with_gap(batch, length, gap):
 
 
 @torch.no_grad()
-def copy_at_distance(model, length, gap, batch=RECIPE["eval"]["batch"]):
+def copy_at_distance(
+    model: TinyTransformer, length: int, gap: int, batch: int = RECIPE["eval"]["batch"]
+) -> tuple[float, float]:
     """How ``model`` copies over ``length + gap`` positions, on :func:`repeat_with_gap`:
     ``(score, gain)``, the best layer-1 head's induction score on the second copy, and the
     loss on the first copy minus the loss on the second (nats per character, scored as
@@ -125,7 +137,7 @@ def copy_at_distance(model, length, gap, batch=RECIPE["eval"]["batch"]):
     return score, (loss[:, :length].mean() - loss[:, distance + 1 :].mean()).item()
 
 
-def natural_tokens(batch=NATURAL, T=T):
+def natural_tokens(batch: int = NATURAL, T: int = T) -> Tensor:
     """``[batch, T]``: BOS + consecutive stretches of the held-out sample's second half
     (no augmentation: the text as it is)."""
     text = held_out_sample()[SAMPLE_CHARS // 2 :]
@@ -133,7 +145,9 @@ def natural_tokens(batch=NATURAL, T=T):
 
 
 @torch.no_grad()
-def evaluate(model, tokens=None, period=RECIPE["eval"]["period"]):
+def evaluate(
+    model: TinyTransformer, tokens: Tensor | None = None, period: int = RECIPE["eval"]["period"]
+) -> dict[str, Any]:
     """Losses on the two copies of ``[BOS] + r + r`` and every head's template scores
     (batch-mean pattern), as :func:`attnlib.shipped.evaluate` scores the toy."""
     tokens = repeat_tokens(period=period) if tokens is None else tokens
@@ -149,7 +163,9 @@ def evaluate(model, tokens=None, period=RECIPE["eval"]["period"]):
     return dict(loss_first_copy=first, loss_second_copy=second, gain=first - second, heads=heads)
 
 
-def progress_callback(step, model, natural=None):
+def progress_callback(
+    step: int, model: TinyTransformer, natural: Tensor | None = None
+) -> dict[str, float]:
     """The training log: the best layer-1 induction score, both copies' losses, and the
     loss on held-out text as it is."""
     result = evaluate(model)
@@ -164,12 +180,12 @@ def progress_callback(step, model, natural=None):
     }
 
 
-def build_model(seed=0):
+def build_model(seed: int = 0) -> TinyTransformer:
     torch.manual_seed(seed)
     return TinyTransformer(**RECIPE["model"], max_len=T)
 
 
-def load(seed=0):
+def load(seed: int = 0) -> TinyTransformer:
     """Seed ``seed``'s trained model from ``data/`` (eval mode)."""
     model = build_model(seed)
     path = data_file(f"{run_name(seed)}.pt")
@@ -177,7 +193,7 @@ def load(seed=0):
     return model.eval()
 
 
-def load_card(seed=0):
+def load_card(seed: int = 0) -> dict[str, Any]:
     return json.loads(data_file(f"model_card_{run_name(seed)}.json").read_text())
 
 
@@ -189,7 +205,7 @@ def identifier_repeats(tokens):
     first = second.clone()
     for b, row in enumerate(tokens):
         text = realtext.decode(row[1:])  # position p of text is token p + 1
-        seen = {}
+        seen: dict[str, slice] = {}
         for match in re.finditer(r"\b[A-Za-z_]\w{3,}\b", text):
             start, end = match.span()
             targets = slice(start + 1, end)  # target index p scores token p + 1 = text[p]

@@ -24,9 +24,11 @@ import hashlib
 import json
 import math
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from attnlib.model import TinyTransformer, rope_angles, rotate
 from attnlib.paths import data_file
@@ -41,7 +43,7 @@ CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # 95 characters
 N_TOKENS = len(CHARS) + 1  # with BOS
 SAMPLE_CHARS = 32_000  # the held-out sample shipped in data/
 
-RECIPE = dict(
+RECIPE: dict[str, Any] = dict(
     seed=0,
     model=dict(vocab=N_TOKENS, d_model=64, n_layers=2, n_heads=4, causal=True, rope=True, mlp=True),
     data=dict(batch=32, T=128),
@@ -60,7 +62,7 @@ WEIGHTS, SAMPLE, CARD = f"{FULL}.pt", "real_text_heldout.txt", f"model_card_{FUL
 SEEDS = (0, 1)  # each architecture trains twice: the spread over seeds is a comparison's noise
 
 
-def run_name(name=FULL, seed=0):
+def run_name(name: str = FULL, seed: int = 0) -> str:
     """The files' stem of architecture ``name`` trained from ``seed``: ``name`` for seed 0,
     ``<name>_seed_<seed>`` otherwise."""
     if seed not in SEEDS:
@@ -71,7 +73,7 @@ def run_name(name=FULL, seed=0):
 RUNS = {run_name(name, seed): (name, seed) for seed in SEEDS for name in ARCHITECTURES}
 
 
-def encode(text):
+def encode(text: str) -> Tensor:
     """Characters → token ids ``[len(text)]`` (long); refuses characters outside CHARS."""
     index = {c: i + 1 for i, c in enumerate(CHARS)}
     unknown = set(text) - index.keys()
@@ -85,23 +87,23 @@ def decode(tokens):
     return "".join(CHARS[int(t) - 1] for t in tokens if int(t) != BOS)
 
 
-def sha256(text):
+def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def windows(ids, batch, T, gen):
+def windows(ids: Tensor, batch: int, T: int, gen: torch.Generator) -> Tensor:
     """``[batch, T]``: BOS, then T − 1 characters from random offsets of ``ids``."""
     starts = torch.randint(0, len(ids) - T + 1, (batch,), generator=gen)
     chunks = torch.stack([ids[s : s + T - 1] for s in starts.tolist()])
     return torch.cat([torch.full((batch, 1), BOS), chunks], 1)
 
 
-def held_out_sample():
+def held_out_sample() -> str:
     """The held-out text shipped in ``data/`` (identical on every Python)."""
     return data_file(SAMPLE).read_text()
 
 
-def _stretches(ids, batch, T):
+def _stretches(ids: Tensor, batch: int, T: int) -> Tensor:
     """``[batch, T]``: BOS + consecutive, non-overlapping stretches of ``ids``."""
     if batch * (T - 1) > len(ids):
         raise ValueError(f"the text holds {len(ids)} characters, fewer than {batch}x{T - 1}")
@@ -109,7 +111,7 @@ def _stretches(ids, batch, T):
     return torch.cat([torch.full((batch, 1), BOS), chunks], 1)
 
 
-def eval_tokens(batch=RECIPE["eval"]["batch"], T=RECIPE["eval"]["T"]):
+def eval_tokens(batch: int = RECIPE["eval"]["batch"], T: int = RECIPE["eval"]["T"]) -> Tensor:
     """``[batch, T]``: BOS + consecutive, non-overlapping stretches of the held-out sample."""
     return _stretches(encode(held_out_sample()), batch, T)
 
@@ -143,7 +145,7 @@ def label_repeat_maps(fig, tokens, period, every=4):
     return fig
 
 
-def baselines(text):
+def baselines(text: str) -> dict[str, float]:
     """Losses (nats per character) of two models without context, on ``text``: a uniform
     guess over the characters, and each character's frequency in ``text`` itself."""
     counts = np.array(list(Counter(text).values()), dtype=float)
@@ -152,13 +154,13 @@ def baselines(text):
 
 
 @torch.no_grad()
-def held_out_loss(model, tokens=None):
+def held_out_loss(model: TinyTransformer, tokens: Tensor | None = None) -> float:
     """Mean next-character loss (nats) on the held-out evaluation batch."""
     tokens = eval_tokens() if tokens is None else tokens
     return per_token_loss(model(tokens), tokens).mean().item()
 
 
-def recipe(name=FULL, seed=RECIPE["seed"]):
+def recipe(name: str = FULL, seed: int = RECIPE["seed"]) -> dict[str, Any]:
     """RECIPE with architecture ``name``'s attention options, trained from ``seed``."""
     if name not in ARCHITECTURES:
         raise ValueError(f"No real-text model {name!r}; there are {', '.join(ARCHITECTURES)}.")
@@ -166,12 +168,12 @@ def recipe(name=FULL, seed=RECIPE["seed"]):
     return {**RECIPE, "seed": seed, "model": {**RECIPE["model"], **ARCHITECTURES[name]}}
 
 
-def build_model(seed=RECIPE["seed"], name=FULL):
+def build_model(seed: int = RECIPE["seed"], name: str = FULL) -> TinyTransformer:
     torch.manual_seed(seed)
     return TinyTransformer(**recipe(name)["model"])
 
 
-def load_real_text(name=FULL, seed=0):
+def load_real_text(name: str = FULL, seed: int = 0) -> TinyTransformer:
     """The trained real-text model ``name`` (of ``seed``) from ``data/`` (eval mode)."""
     model = build_model(seed, name=name)
     path = data_file(f"{run_name(name, seed)}.pt")
@@ -179,7 +181,7 @@ def load_real_text(name=FULL, seed=0):
     return model.eval()
 
 
-def load_card(name=FULL, seed=0):
+def load_card(name: str = FULL, seed: int = 0) -> dict[str, Any]:
     """Real-text model ``name``'s card (of ``seed``) as a dict."""
     recipe(name, seed)  # refuses an unknown name or seed
     return json.loads(data_file(f"model_card_{run_name(name, seed)}.json").read_text())

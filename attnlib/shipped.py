@@ -16,9 +16,12 @@ cards' ``.md`` from their JSON.
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+from torch import Tensor
 
 from attnlib import tasks
 from attnlib.model import TinyTransformer
@@ -26,7 +29,7 @@ from attnlib.paths import data_file
 from attnlib.patterns import repeat_templates, template_score
 from attnlib.train import per_token_loss, train_recipe
 
-RECIPE = dict(
+RECIPE: dict[str, Any] = dict(
     seed=0,
     model=dict(
         vocab=tasks.N_TOKENS, d_model=64, n_layers=2, n_heads=4, causal=True, rope=True, mlp=False
@@ -67,13 +70,13 @@ MODELS = {
 DEFAULT = "induction"
 
 
-def _shipped(name):
+def _shipped(name: str) -> Shipped:
     if name not in MODELS:
         raise ValueError(f"No shipped model {name!r}; the course ships {', '.join(MODELS)}.")
     return MODELS[name]
 
 
-def build_model(name=DEFAULT, seed=None):
+def build_model(name: str = DEFAULT, seed: int | None = None) -> TinyTransformer:
     """A fresh, untrained model of the recipe's shape, initialised from ``seed`` (default:
     the recipe's)."""
     recipe = _shipped(name).recipe
@@ -82,14 +85,18 @@ def build_model(name=DEFAULT, seed=None):
 
 
 def eval_tokens(
-    seed=RECIPE["eval"]["seed"], batch=RECIPE["eval"]["batch"], period=RECIPE["eval"]["period"]
-):
+    seed: int = RECIPE["eval"]["seed"],
+    batch: int = RECIPE["eval"]["batch"],
+    period: int = RECIPE["eval"]["period"],
+) -> Tensor:
     """The evaluation batch: ``[BOS] + r + r``, ``[batch, 2·period + 1]``."""
     return tasks.repeat_twice(torch.Generator().manual_seed(seed), batch, period)
 
 
 @torch.no_grad()
-def evaluate(model, tokens=None, period=RECIPE["eval"]["period"]):
+def evaluate(
+    model: TinyTransformer, tokens: Tensor | None = None, period: int = RECIPE["eval"]["period"]
+) -> dict[str, Any]:
     """Losses on the two copies and template scores of every head (batch-mean pattern)."""
     tokens = eval_tokens(period=period) if tokens is None else tokens
     logits, weights = model.attention(tokens)
@@ -109,7 +116,7 @@ def evaluate(model, tokens=None, period=RECIPE["eval"]["period"]):
     )
 
 
-def progress_callback(step, model):
+def progress_callback(step: int, model: TinyTransformer) -> dict[str, float]:
     """Numbers to log while training: copyable loss, best previous-token and induction."""
     result = evaluate(model, eval_tokens(batch=32))
     return {
@@ -124,13 +131,13 @@ def progress_callback(step, model):
 
 
 def train_shipped(
-    progress=True,
-    live_plot=False,
-    callback=progress_callback,
-    steps=None,
-    every=None,
-    name=DEFAULT,
-):
+    progress: bool = True,
+    live_plot: bool = False,
+    callback: Callable[[int, TinyTransformer], dict[str, float]] | None = progress_callback,
+    steps: int | None = None,
+    every: int | None = None,
+    name: str = DEFAULT,
+) -> tuple[TinyTransformer, dict[str, Any]]:
     """Train model ``name``'s recipe from scratch; returns ``(model, history)``.
     Deterministic. ``callback(step, model)`` runs every ``every`` steps (default: the
     recipe's 50)."""
@@ -149,7 +156,7 @@ def train_shipped(
     return model, history
 
 
-def load_shipped(name=DEFAULT):
+def load_shipped(name: str = DEFAULT) -> TinyTransformer:
     """The trained model ``name`` from ``data/`` (eval mode)."""
     model = build_model(name)
     path = data_file(_shipped(name).weights)
@@ -157,6 +164,6 @@ def load_shipped(name=DEFAULT):
     return model.eval()
 
 
-def load_card(name=DEFAULT):
+def load_card(name: str = DEFAULT) -> dict[str, Any]:
     """Model ``name``'s card as a dict (recipe, timings, losses, per-head scores, log)."""
     return json.loads(data_file(_shipped(name).card + ".json").read_text())

@@ -15,12 +15,15 @@ bench` measures it with one core kept busy).
 import math
 import platform
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 TRAIN_THREADS = 1
 
@@ -36,7 +39,7 @@ def torch_threads(n):
         torch.set_num_threads(before)
 
 
-def per_token_loss(logits, tokens):
+def per_token_loss(logits: Tensor, tokens: Tensor) -> Tensor:
     """Cross-entropy of predicting ``tokens[..., t+1]`` from ``logits[..., t, :]``.
 
     ``logits [B, T, vocab]``, ``tokens [B, T]`` → ``[B, T−1]`` (index t = loss on the
@@ -111,7 +114,7 @@ def train(
     if not callable(batches):
         batches = iter(batches)
     adamw = AdamW(list(model.parameters()), weight_decay=weight_decay)
-    history = {"step": [], "loss": [], "eval_step": []}
+    history: dict[str, Any] = {"step": [], "loss": [], "eval_step": []}
     plot = _LivePlot() if live_plot else None
     bar = None
     if progress:
@@ -168,7 +171,7 @@ def learning_rate(step, steps, lr, warmup, decay_to=None):
     return lr * (decay_to + (1 - decay_to) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def save_weights(model, path) -> None:
+def save_weights(model: torch.nn.Module, path: Path | str) -> None:
     """``model``'s weights to ``path``, whole or not at all: an interrupted save (Ctrl-C in
     `make data`) leaves the weights that were there."""
     partial = Path(f"{path}.partial")
@@ -176,7 +179,13 @@ def save_weights(model, path) -> None:
     partial.replace(path)
 
 
-def train_recipe(model, batches, recipe, steps=None, **options):
+def train_recipe(
+    model: torch.nn.Module,
+    batches: Callable[[torch.Generator], Tensor],
+    recipe: dict[str, Any],
+    steps: int | None = None,
+    **options: Any,
+) -> dict[str, Any]:
     """:func:`train` with a model recipe's optimiser and seed (``recipe["optim"]``: steps,
     lr, weight_decay, warmup, optionally decay_to; ``recipe["seed"]``); ``steps`` overrides
     the recipe's."""
@@ -226,7 +235,7 @@ def _live_alt(history):
     )
 
 
-def run_facts(model, history, load):
+def run_facts(model: torch.nn.Module, history: dict[str, Any], load: float) -> dict[str, Any]:
     """What a model card says of its training run: versions, machine, size, time and the
     machine's load average (``load``) while it trained."""
     return dict(

@@ -68,8 +68,8 @@ PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["m
 
 
 def test_mypy_strict_is_clean():
-    """mypy strict on grader/ and hub/, as `make lint` runs it, with pyproject.toml's settings:
-    no error, and no module exempt from its errors."""
+    """mypy strict on attnlib/, grader/ and hub/, as `make lint` runs it, with pyproject.toml's
+    settings: no error, and no module exempt from its errors."""
     exempt = [o["module"] for o in PYPROJECT.get("overrides", []) if o.get("ignore_errors")]
     assert not exempt, f"modules exempt from mypy's errors: {exempt}"
     # mypy's own incremental cache (.mypy_cache, as `make lint` uses): a rerun checks only

@@ -93,7 +93,7 @@ def brief(err) -> str:
 
 def _unwritten(namespace) -> list[str]:
     """Exercise functions in the notebook that are still the release's stub."""
-    found = {}  # by the function's own name, so aliases are listed once
+    found: dict[str, None] = {}  # by the function's own name, so aliases are listed once
     for obj in list(namespace.values()):
         code = getattr(obj, "__code__", None)
         if code is not None and from_cell(code) and "NotImplementedError" in code.co_names:
@@ -152,7 +152,7 @@ def _base(node):
 def _names(statement) -> tuple[set, set, set]:
     """(names a statement reads, names it binds, names whose content it changes:
     ``results[key] = ...``, ``obj.attr = ...``)."""
-    read, bound, changed = set(), set(), set()
+    read, bound, changed = set[str](), set[str](), set[str]()
     for node in ast.walk(statement):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)

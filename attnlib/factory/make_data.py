@@ -16,6 +16,7 @@ import json
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 from attnlib import realsource, realtext
 from attnlib.factory import realsource as source_factory
@@ -25,7 +26,7 @@ from attnlib.paths import data_dir, data_file
 from attnlib.shipped import MODELS
 
 
-def _retrain_one(name):
+def _retrain_one(name: str) -> None:
     if name in realtext.RUNS:  # its own corpus, recipe and card: attnlib.factory.realtext
         text_factory.main(["--retrain", "--only", name])
         return
@@ -46,7 +47,7 @@ ALL_NAMES = [*realsource.NAMES, *realtext.RUNS, *MODELS]  # the longest runs fir
 JOBS = 2  # models `make data` trains at once, one core each (--jobs)
 
 
-def card_stem(name):
+def card_stem(name: str) -> str:
     """The stem of model ``name``'s card in ``data/`` (``<stem>.json``, ``<stem>.md``), for
     every model `make data` trains."""
     if name not in ALL_NAMES:
@@ -54,11 +55,12 @@ def card_stem(name):
     return MODELS[name].card if name in MODELS else f"model_card_{name}"
 
 
-def _read_card(name):
-    return json.loads(data_file(card_stem(name) + ".json").read_text())
+def _read_card(name: str) -> dict[str, Any]:
+    card: dict[str, Any] = json.loads(data_file(card_stem(name) + ".json").read_text())
+    return card
 
 
-def make_data_summary():
+def make_data_summary() -> dict[str, Any]:
     """What the cards say of `make data` as a whole: every model's training seconds (from
     its card: the last retrain of that model), their sum, and the machines and load averages
     they trained on."""
@@ -73,7 +75,7 @@ def make_data_summary():
     )
 
 
-def card_markdown(name, whole=None):
+def card_markdown(name: str, whole: dict[str, Any] | None = None) -> str:
     """Model ``name``'s card in words (its ``.md``), from its JSON in ``data/``, as `make data`
     writes it; ``whole`` is :func:`make_data_summary` (read from the cards when ``None``)."""
     card = _read_card(name)
@@ -84,7 +86,7 @@ def card_markdown(name, whole=None):
     return shipped_factory.markdown(card, name)
 
 
-def write_cards():
+def write_cards() -> None:
     """Rewrite every model card's ``.md`` from its JSON (no training): the last step of
     `make data`, once every model's training time is on its card."""
     whole = make_data_summary()
@@ -92,7 +94,7 @@ def write_cards():
         (data_dir() / f"{card_stem(name)}.md").write_text(card_markdown(name, whole))
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m attnlib.factory", description=__doc__.splitlines()[0]
     )

@@ -18,12 +18,14 @@ import argparse
 import json
 import os
 import time
+from typing import Any
 
 import torch
 
 from attnlib import realsource
 from attnlib.factory import realsource as source_factory
 from attnlib.factory.make_data import card_markdown
+from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir
 from attnlib.train import per_token_loss, run_facts
 
@@ -34,14 +36,14 @@ KEY = "plain_twin"
 UNLOGGED = ("step", "loss", "eval_step", "seconds", "threads")  # as the shipped card's log
 
 
-def recipe(seed=0):
+def recipe(seed: int = 0) -> dict[str, Any]:
     """The shipped recipe of seed ``seed`` with no repeated blocks."""
     r = realsource.recipe(seed)
     return {**r, "data": {**r["data"], "repeat_share": 0.0}}
 
 
 @torch.no_grad()
-def measure(model):
+def measure(model: TinyTransformer) -> dict[str, Any]:
     """What notebook 10 reads of the shipped model, measured on ``model``: the held-out loss
     on source as it is, and on ``[BOS] + r + r`` the best layer-1 induction score and gain
     at each period of notebook 10's sweep (``"32"`` etc.: JSON keys are strings)."""
@@ -56,7 +58,9 @@ def measure(model):
     )
 
 
-def train_twin(seed=0, steps=None, progress=True):
+def train_twin(
+    seed: int = 0, steps: int | None = None, progress: bool = True
+) -> tuple[dict[str, Any], TinyTransformer]:
     """Train seed ``seed``'s twin: ``(entry for the card, model)``."""
     load_before = os.getloadavg()[0]
     model, history, _ = source_factory.train_source(seed, steps, progress, recipe(seed))
@@ -74,7 +78,7 @@ def train_twin(seed=0, steps=None, progress=True):
     return entry, model
 
 
-def write(seed, entry):
+def write(seed: int, entry: dict[str, Any]) -> None:
     """``entry`` into the shipped card of ``seed`` (JSON, and the ``.md`` from it)."""
     card = realsource.load_card(seed)
     card[KEY] = entry
@@ -83,7 +87,7 @@ def write(seed, entry):
     stem.with_suffix(".md").write_text(card_markdown(realsource.run_name(seed)))
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m attnlib.factory.plain_twin", description=__doc__.splitlines()[0]
     )

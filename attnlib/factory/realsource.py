@@ -11,8 +11,10 @@ import json
 import os
 import platform
 import time
+from typing import Any
 
 from attnlib.factory import realtext as text_factory
+from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir
 from attnlib.patterns import heads_table
 from attnlib.realsource import (
@@ -36,10 +38,10 @@ from attnlib.realtext import CHARS, N_TOKENS, encode, sha256
 from attnlib.train import run_facts, save_weights, train_recipe
 
 
-def collect_corpus():
+def collect_corpus() -> tuple[str, str, int]:
     """``(train_text, held_out_text, n_files)``: this Python's standard library source."""
     _, files = text_factory.source_files()
-    allowed, parts = set(CHARS), ([], [])
+    allowed, parts = set(CHARS), (list[str](), list[str]())
     for i, path in enumerate(files):
         try:
             text = path.read_text(encoding="utf-8").replace("\t", "    ")
@@ -50,7 +52,7 @@ def collect_corpus():
     return "\n".join(parts[0]), "\n".join(parts[1]), len(parts[0]) + len(parts[1])
 
 
-def _write_sample(sample):
+def _write_sample(sample: str) -> None:
     """The held-out sample into ``data/``, whole (two seeds train at once and read it)."""
     path = data_dir() / SAMPLE
     if path.exists() and path.read_text() == sample:
@@ -60,7 +62,12 @@ def _write_sample(sample):
     partial.replace(path)
 
 
-def train_source(seed=0, steps=None, progress=True, how=None):
+def train_source(
+    seed: int = 0,
+    steps: int | None = None,
+    progress: bool = True,
+    how: dict[str, Any] | None = None,
+) -> tuple[TinyTransformer, dict[str, Any], tuple[str, str, int]]:
     """Train seed ``seed``'s model from scratch: ``(model, history, corpus)``. ``how``
     replaces :func:`recipe` (its data and optimiser; the model is the shipped one):
     :mod:`attnlib.factory.plain_twin` trains on plain windows so."""
@@ -82,10 +89,10 @@ def train_source(seed=0, steps=None, progress=True, how=None):
     return model, history, (train_text, held_out, n_files)
 
 
-def retrain(seed=0):
+def retrain(seed: int = 0) -> dict[str, Any]:
     """Retrain seed ``seed``, write its weights and card, and the held-out sample. The
-    card's ``.md`` says how long `make data` took once :mod:`attnlib.shipped` rewrites every
-    card (the last step of `make data`; ``python -m attnlib.shipped --cards``)."""
+    card's ``.md`` says how long `make data` took once :mod:`attnlib.factory.make_data` rewrites
+    every card (the last step of `make data`; ``python -m attnlib.factory --cards``)."""
     load_before = os.getloadavg()[0]
     model, history, (train_text, held_out, n_files) = train_source(seed)
     busy = max(load_before, os.getloadavg()[0])
@@ -123,7 +130,7 @@ def retrain(seed=0):
     return card
 
 
-def _kept_twin(stem):
+def _kept_twin(stem: str) -> dict[str, Any]:
     """The card's plain-window twin, carried over: `make data` does not retrain it (it is
     :mod:`attnlib.factory.plain_twin`'s; tests/test_real_source.py fails when the recipe moves on
     and the twin's no longer matches)."""
@@ -132,7 +139,7 @@ def _kept_twin(stem):
     return {k: old[k] for k in ("plain_twin",) if k in old}
 
 
-def _make_data_lines(card, whole):
+def _make_data_lines(card: dict[str, Any], whole: dict[str, Any]) -> list[str]:
     """The card's section on how long ``make data`` took: ``whole`` is
     :func:`attnlib.factory.make_data.make_data_summary` (every model's card)."""
     seeds = " and ".join(f"{whole['seconds'][run_name(s)] / 60:.1f}" for s in SEEDS)
@@ -153,7 +160,7 @@ def _make_data_lines(card, whole):
     ]
 
 
-def _twin_lines(card):
+def _twin_lines(card: dict[str, Any]) -> list[str]:
     """The card's section on its plain-window twin (:mod:`attnlib.factory.plain_twin`)."""
     twin, e = card["plain_twin"], card["recipe"]["eval"]
     periods = twin["periods"]
@@ -177,7 +184,7 @@ def _twin_lines(card):
     ]
 
 
-def markdown(card, whole=None):
+def markdown(card: dict[str, Any], whole: dict[str, Any] | None = None) -> str:
     """The card in words (``model_card_<name>.md``), from its JSON; with ``whole``
     (:func:`attnlib.factory.make_data.make_data_summary`), how long ``make data`` took."""
     r, c = card["recipe"], card["corpus"]
@@ -232,7 +239,7 @@ def markdown(card, whole=None):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m attnlib.factory.realsource", description=__doc__.splitlines()[0]
     )

@@ -14,7 +14,9 @@ import sysconfig
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
+from attnlib.model import TinyTransformer
 from attnlib.paths import data_dir
 from attnlib.realtext import (
     CHARS,
@@ -44,14 +46,14 @@ SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "turtledemo", "site-packages
 HELD_OUT_EVERY = 20  # every 20th file (in sorted order) is held out of training
 
 
-def source_files():
+def source_files() -> tuple[Path, list[Path]]:
     """``(root, files)``: the standard library's ``.py`` files, in sorted order."""
     root = Path(sysconfig.get_paths()["stdlib"])
     files = [p for p in root.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(root).parts[:-1])]
     return root, sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
-def _docstrings(path):
+def _docstrings(path: Path) -> list[str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # old escape sequences in some files
@@ -67,16 +69,18 @@ def _docstrings(path):
     return [d for d in found if d and d.isascii() and set(d) <= set(CHARS)]
 
 
-def collect_corpus():
+def collect_corpus() -> tuple[str, str]:
     """``(train_text, held_out_text)``: the docstrings of this Python's standard library."""
     root, files = source_files()
-    parts = ([], [])
+    parts = (list[str](), list[str]())
     for i, path in enumerate(files):
         parts[i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1].extend(_docstrings(path))
     return "\n\n".join(parts[0]), "\n\n".join(parts[1])
 
 
-def train_real_text(progress=True, steps=None, name=FULL, seed=RECIPE["seed"]):
+def train_real_text(
+    progress: bool = True, steps: int | None = None, name: str = FULL, seed: int = RECIPE["seed"]
+) -> tuple[TinyTransformer, dict[str, Any], tuple[str, str]]:
     """Train architecture ``name`` from ``seed`` on this Python's corpus:
     ``(model, history, corpus)``. Every architecture of one seed sees the same batches."""
     train_text, held_out = collect_corpus()
@@ -96,7 +100,7 @@ def train_real_text(progress=True, steps=None, name=FULL, seed=RECIPE["seed"]):
     return model, history, (train_text, held_out)
 
 
-def retrain(name=FULL, seed=RECIPE["seed"]):
+def retrain(name: str = FULL, seed: int = RECIPE["seed"]) -> dict[str, Any]:
     """Retrain ``name`` from ``seed``, then write its weights and card, and the held-out
     sample, in ``data/``."""
     load_before = os.getloadavg()[0]
@@ -131,7 +135,7 @@ def retrain(name=FULL, seed=RECIPE["seed"]):
     return card
 
 
-def _attention(model):
+def _attention(model: dict[str, Any]) -> str:
     """The card's words for a model's attention options."""
     if model.get("window"):
         return f"sliding-window attention (each query sees the last {model['window']} keys)"
@@ -141,7 +145,7 @@ def _attention(model):
     return "full causal attention"
 
 
-def markdown(card):
+def markdown(card: dict[str, Any]) -> str:
     """The card in words (``model_card_<name>.md``), from its JSON."""
     r, c = card["recipe"], card["corpus"]
     m, d, o = r["model"], r["data"], r["optim"]
@@ -188,7 +192,7 @@ def markdown(card):
     )
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m attnlib.factory.realtext", description=__doc__.splitlines()[0]
     )

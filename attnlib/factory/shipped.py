@@ -4,6 +4,7 @@ save its weights and write its card (JSON and Markdown) in ``data/``."""
 import json
 import os
 import platform
+from typing import Any
 
 from attnlib.paths import data_dir
 from attnlib.patterns import heads_table
@@ -18,7 +19,7 @@ from attnlib.shipped import (
 from attnlib.train import run_facts, save_weights
 
 
-def markdown(card, name=DEFAULT):
+def markdown(card: dict[str, Any], name: str = DEFAULT) -> str:
     """Model ``name``'s card in words (its ``.md``), from its JSON."""
     shipped = _shipped(name)
     r = card["recipe"]
@@ -55,7 +56,7 @@ def markdown(card, name=DEFAULT):
     return "\n".join(lines)
 
 
-def retrain(name=DEFAULT):
+def retrain(name: str = DEFAULT) -> dict[str, Any]:
     """Retrain model ``name``, save its weights and write its card (JSON and Markdown)."""
     shipped = _shipped(name)
     load_before = os.getloadavg()[0]

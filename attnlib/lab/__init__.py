@@ -75,7 +75,7 @@ def _settings_current() -> None:
             print(f"note: could not write the course's JupyterLab settings ({err})")
 
 
-def launch(root_dir: Path, profile: Path, args: list[str], cwd: Path | None = None):
+def launch(root_dir: Path, profile: Path, args: list[str], cwd: Path | None = None) -> None:
     """Replace this process with ``jupyter lab`` on ``root_dir`` using ``profile``."""
     _settings_current()
     env = dict(os.environ)

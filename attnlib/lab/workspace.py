@@ -18,8 +18,10 @@ import os
 import shutil
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from nbformat import NotebookNode
 
 from attnlib.paths import FORMER_NAMES, MOVED_EXERCISES, REPO_ROOT
 
@@ -59,14 +61,15 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _manifest(work: Path) -> dict:
+def _manifest(work: Path) -> dict[str, str]:
     try:
-        return json.loads((work / MANIFEST).read_text())
+        manifest: dict[str, str] = json.loads((work / MANIFEST).read_text())
+        return manifest
     except (OSError, ValueError):
         return {}
 
 
-def _save_manifest(work: Path, manifest: dict) -> None:
+def _save_manifest(work: Path, manifest: dict[str, str]) -> None:
     (work / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
@@ -126,11 +129,12 @@ def ensure(release: Path = RELEASE, work: Path = WORK) -> list[str]:
     ]
 
 
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+def _nbgrader(cell: NotebookNode) -> dict[str, Any]:
+    meta: dict[str, Any] = cell.get("metadata", {}).get("nbgrader", {})
+    return meta
 
 
-def _is_answer(cell) -> bool:
+def _is_answer(cell: NotebookNode) -> bool:
     return bool(_nbgrader(cell).get("solution"))
 
 
@@ -140,9 +144,10 @@ def exercises(path: Path) -> list[str]:
     return [_nbgrader(c)["grade_id"] for c in nb.cells if _is_answer(c)]
 
 
-def _read(copy: Path):
+def _read(copy: Path) -> NotebookNode:
     try:
-        return nbformat.read(copy, as_version=4)
+        nb: NotebookNode = nbformat.read(copy, as_version=4)
+        return nb
     except Exception as err:  # noqa: BLE001 (any unreadable file gets the same advice)
         raise WorkspaceError(
             f"{copy} is not a readable notebook ({type(err).__name__}); "
@@ -150,7 +155,7 @@ def _read(copy: Path):
         ) from None
 
 
-def merge(new, old):
+def merge(new: NotebookNode, old: NotebookNode) -> tuple[NotebookNode, list[str], list[str]]:
     """The new release notebook with the learner's answers and own cells from ``old``.
 
     Answer cells take the learner's source by grade_id. A cell the learner added (an id the
@@ -159,17 +164,19 @@ def merge(new, old):
     """
     answers = {_nbgrader(c)["grade_id"]: c for c in old.cells if _is_answer(c)}
     release_ids = {c.get("id") for c in new.cells}
-    added: dict = {}  # id of the release cell they follow (None: the top) -> learner cells
+    added: dict[
+        str | None, list[NotebookNode]
+    ] = {}  # id of the release cell they follow (None: the top) -> learner cells
     anchor = None
     for cell in old.cells:
         if cell.get("id") in release_ids:
             anchor = cell.get("id")
         elif not _nbgrader(cell):
             added.setdefault(anchor, []).append(cell)
-    cells, kept = list(added.get(None, [])), []
+    cells, kept = list(added.get(None, [])), list[str]()
     for cell in new.cells:
-        gid = _nbgrader(cell).get("grade_id")
-        if _is_answer(cell) and gid in answers:
+        gid: str | None = _nbgrader(cell).get("grade_id")
+        if gid is not None and _is_answer(cell) and gid in answers:
             if answers[gid].source != cell.source:
                 kept.append(gid)
             cell.source = answers[gid].source
@@ -227,7 +234,7 @@ def update(release: Path = RELEASE, work: Path = WORK) -> list[str]:
     return lines or ["your work folder already has the latest release"]
 
 
-def _move_answer(cell, name: str, release: Path, work: Path) -> str:
+def _move_answer(cell: NotebookNode, name: str, release: Path, work: Path) -> str:
     """The learner's answer ``cell`` of an exercise moved to notebook ``name``, put into their
     copy of it unless they answered it there already."""
     gid = _nbgrader(cell)["grade_id"]
@@ -285,7 +292,7 @@ def reset(notebook: str, exercise: str | None = None, release: Path = RELEASE,
     return f"{name}: `{gid}` reset to the release; old file in {_relative(backup, work)}"
 
 
-def _put_back(nb, fresh, gid: str) -> None:
+def _put_back(nb: NotebookNode, fresh: NotebookNode, gid: str) -> None:
     """Replace (or restore, if deleted) the answer cell ``gid`` of ``nb`` from ``fresh``."""
     released_cells = fresh.cells
     index = next(i for i, c in enumerate(released_cells) if _nbgrader(c).get("grade_id") == gid)
