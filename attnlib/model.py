@@ -7,19 +7,22 @@ attention only, pre-LayerNorm, rotary positions (RoPE).
 """
 
 import math
+from typing import cast
 
 import torch
-from torch import nn
+from torch import Tensor, nn
+
+Device = torch.device | str | None
 
 
-def rope(x, positions, base=10000.0):
+def rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
     """Rotate pairs (x[2i], x[2i+1]) of ``x [..., T, d]`` by ``positions [T]`` times a
     frequency per pair (rotary position embedding). Scores of rotated queries and keys
     then depend on positions only through their difference."""
     return rotate(x, *rope_angles(positions, x.shape[-1], base))
 
 
-def rope_angles(positions, d, base=10000.0):
+def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> tuple[Tensor, Tensor]:
     """``cos, sin [T, d]`` for :func:`rotate`: each pair's cos twice, its sin as (−sin, sin).
     Computed once, they rotate the queries and keys of every head and layer."""
     inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=positions.device) / d)
@@ -28,19 +31,19 @@ def rope_angles(positions, d, base=10000.0):
     return torch.stack([cos, cos], -1).flatten(-2), torch.stack([-sin, sin], -1).flatten(-2)
 
 
-def rotate(x, cos, sin):
+def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """Rotate each pair (x[2i], x[2i+1]) of ``x [..., T, d]`` by the angles of
     :func:`rope_angles`: (x1 cos − x2 sin, x1 sin + x2 cos), as products with (x2, x1)."""
-    swapped = x.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)  # pairs (x2, x1)
+    swapped = torch.unflatten(x, -1, (-1, 2)).flip(-1).flatten(-2)  # pairs (x2, x1)
     return x * cos + swapped * sin
 
 
-def causal_mask(T, device=None):
+def causal_mask(T: int, device: Device = None) -> Tensor:
     """Additive [T, T] mask: 0 where key j ≤ query i, −∞ above the diagonal."""
     return torch.full((T, T), float("-inf"), device=device).triu(1)
 
 
-def window_mask(T, window, device=None):
+def window_mask(T: int, window: int, device: Device = None) -> Tensor:
     """Additive [T, T] mask: −∞ where key j is ``window`` or more positions before query i
     (query i sees i − window + 1 … i, with the causal mask)."""
     return torch.full((T, T), float("-inf"), device=device).tril(-window)
@@ -62,15 +65,15 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(
         self,
-        d_model,
-        n_heads=1,
-        d_head=None,
-        causal=True,
-        rope=False,
-        out_proj=True,
-        n_kv_heads=None,
-        window=None,
-    ):
+        d_model: int,
+        n_heads: int = 1,
+        d_head: int | None = None,
+        causal: bool = True,
+        rope: bool = False,
+        out_proj: bool = True,
+        n_kv_heads: int | None = None,
+        window: int | None = None,
+    ) -> None:
         super().__init__()
         d_head = d_head or d_model // n_heads
         if rope and d_head % 2:
@@ -89,9 +92,11 @@ class CausalSelfAttention(nn.Module):
         self.W_K = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
         self.W_V = nn.Linear(d_model, n_kv_heads * d_head, bias=False)
         self.W_O = nn.Linear(n_heads * d_head, d_model, bias=False) if out_proj else None
-        self.weights = None
+        self.weights: Tensor | None = None
 
-    def forward(self, x, mask=None, positions=None):
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
+    ) -> Tensor:
         """``x [B, T, d_model]`` or ``[T, d_model]``; ``mask`` an optional additive [T, T]
         (added to the causal mask when ``causal``); ``positions`` [T] overrides the
         RoPE positions 0…T−1. Returns the output, the same shape as ``x``."""
@@ -100,8 +105,9 @@ class CausalSelfAttention(nn.Module):
             x = x[None]
         B, T, _ = x.shape
 
-        def heads(W, n):  # [B, T, n*d_head] -> [B, n, T, d_head]
-            return W(x).view(B, T, n, self.d_head).transpose(1, 2)
+        def heads(W: nn.Module, n: int) -> Tensor:  # [B, T, n*d_head] -> [B, n, T, d_head]
+            projected: Tensor = W(x)
+            return projected.view(B, T, n, self.d_head).transpose(1, 2)
 
         Q = heads(self.W_Q, self.n_heads)
         K, V = heads(self.W_K, self.n_kv_heads), heads(self.W_V, self.n_kv_heads)
@@ -134,7 +140,16 @@ class CausalSelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm residual block: x + attn(LN(x)), then x + mlp(LN(x)) if any."""
 
-    def __init__(self, d_model, n_heads, causal, rope, mlp, n_kv_heads=None, window=None):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        causal: bool,
+        rope: bool,
+        mlp: bool,
+        n_kv_heads: int | None = None,
+        window: int | None = None,
+    ) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(
@@ -149,7 +164,9 @@ class Block(nn.Module):
                 nn.Linear(4 * d_model, d_model),
             )
 
-    def forward(self, x, mask=None, positions=None):
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
+    ) -> Tensor:
         x = x + self.attn(self.ln1(x), mask=mask, positions=positions)
         if self.mlp is not None:
             x = x + self.mlp(x)
@@ -171,24 +188,24 @@ class TinyTransformer(nn.Module):
 
     def __init__(
         self,
-        vocab,
-        d_model=64,
-        n_layers=2,
-        n_heads=4,
-        causal=True,
-        rope=True,
-        mlp=False,
-        max_len=256,
-        learned_positions=None,
-        n_kv_heads=None,
-        window=None,
-    ):
+        vocab: int,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        causal: bool = True,
+        rope: bool = True,
+        mlp: bool = False,
+        max_len: int = 256,
+        learned_positions: bool | None = None,
+        n_kv_heads: int | None = None,
+        window: int | None = None,
+    ) -> None:
         super().__init__()
         if learned_positions is None:
             learned_positions = not rope  # a model has one kind of positions by default
         if rope and learned_positions:
             raise ValueError("Choose one kind of positions: rope=True or learned_positions=True.")
-        self.config = dict(
+        self.config: dict[str, int | bool | None] = dict(
             vocab=vocab,
             d_model=d_model,
             n_layers=n_layers,
@@ -209,7 +226,9 @@ class TinyTransformer(nn.Module):
         self.ln_f = nn.LayerNorm(d_model)
         self.unembed = nn.Linear(d_model, vocab, bias=False)
 
-    def forward(self, tokens, mask=None, positions=None):
+    def forward(
+        self, tokens: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
+    ) -> Tensor:
         """``tokens [B, T]`` (or ``[T]``) of ids → logits ``[B, T, vocab]`` (or ``[T, vocab]``).
         Logits at position t predict the token at t + 1. ``mask`` (additive [T, T]) and
         ``positions`` ([T]) are passed to every layer."""
@@ -221,15 +240,19 @@ class TinyTransformer(nn.Module):
             x = x + self.pos_embed(pos)
         for block in self.blocks:
             x = block(x, mask=mask, positions=positions)
-        return self.unembed(self.ln_f(x))
+        logits: Tensor = self.unembed(self.ln_f(x))
+        return logits
 
-    def attention_weights(self):
+    def attention_weights(self) -> list[Tensor]:
         """The last call's attention of every layer: a list of ``[B, n_heads, T, T]``
         (``[n_heads, T, T]`` for unbatched tokens), index = layer."""
-        return [block.attn.weights for block in self.blocks]  # type: ignore[union-attr]
+        weights = [cast(Block, block).attn.weights for block in self.blocks]
+        return cast(list[Tensor], weights)  # None for a layer that has not run yet
 
     @torch.no_grad()
-    def attention(self, tokens, mask=None, positions=None):
+    def attention(
+        self, tokens: Tensor, mask: Tensor | None = None, positions: Tensor | None = None
+    ) -> tuple[Tensor, list[Tensor]]:
         """Run ``tokens`` and return ``(logits, weights)``: weights as in
         :meth:`attention_weights`. Switches to eval mode for the call."""
         was_training = self.training

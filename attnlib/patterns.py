@@ -7,34 +7,41 @@ score). The notebook's detectors are written by the learner; this module only se
 model card and the plots.
 """
 
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+Template = npt.NDArray[np.float64]
 
 
-def offset_template(T, offset, rows):
+def offset_template(T: int, offset: int, rows: Iterable[int]) -> Template:
     """Template with a 1 at (t, t − offset) for every query row t in ``rows``."""
     P = np.zeros((T, T))
-    rows = np.asarray(list(rows))
-    P[rows, rows - offset] = 1.0
+    index = np.asarray(list(rows))
+    P[index, index - offset] = 1.0
     return P
 
 
-def column_template(T, column, rows):
+def column_template(T: int, column: int, rows: Iterable[int]) -> Template:
     """Template with a 1 at (t, column) for every query row t in ``rows``."""
     P = np.zeros((T, T))
     P[np.asarray(list(rows)), column] = 1.0
     return P
 
 
-def template_score(A, P):
+def template_score(A: npt.ArrayLike, P: npt.ArrayLike) -> float:
     """Mean over the rows P covers of Σ_j A[t, j]·P[t, j] (A's rows sum to 1)."""
-    A, P = np.asarray(A, dtype=float), np.asarray(P, dtype=float)
-    covered = P.sum(axis=-1) > 0
-    return float((A * P).sum(axis=-1)[..., covered].mean())
+    a, p = np.asarray(A, dtype=float), np.asarray(P, dtype=float)
+    covered = p.sum(axis=-1) > 0
+    return float((a * p).sum(axis=-1)[..., covered].mean())
 
 
-def repeat_templates(period):
+def repeat_templates(period: int) -> dict[str, Template]:
     """The four templates on ``[BOS] + r + r`` with ``len(r) = period``."""
     T = 2 * period + 1
     after_bos = range(1, T)
@@ -47,7 +54,14 @@ def repeat_templates(period):
     }
 
 
-def attention_grid(weights, titles=None, size=2.4, suptitle=None, dpi=72, tick_every=5):
+def attention_grid(
+    weights: Sequence[npt.ArrayLike],
+    titles: Sequence[Sequence[str]] | None = None,
+    size: float = 2.4,
+    suptitle: str | None = None,
+    dpi: float = 72,
+    tick_every: int = 5,
+) -> "Figure":
     """Heatmaps of every layer (rows of the grid) and head (columns).
 
     ``weights``: a list over layers of ``[n_heads, T, T]`` arrays (one sequence).
@@ -74,7 +88,7 @@ def attention_grid(weights, titles=None, size=2.4, suptitle=None, dpi=72, tick_e
         for head in range(n_heads):
             ax = axes[layer, head]
             ax.set_facecolor("0.85")
-            A = np.ma.masked_array(np.asarray(layer_weights[head], dtype=float), causal)
+            A = np.ma.masked_array(np.asarray(layer_weights, dtype=float)[head], causal)
             image = ax.imshow(A, cmap="viridis", vmin=0.0, vmax=1.0)
             ax.set_title(titles[layer][head] if titles else f"layer {layer}, head {head}")
         axes[layer, 0].set_ylabel("query position")

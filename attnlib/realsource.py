@@ -25,13 +25,13 @@ weights and cards. Each card also holds the numbers of the model's plain-window 
 import copy
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
 
 from attnlib import realtext
-from attnlib.model import TinyTransformer
+from attnlib.model import Block, TinyTransformer
 from attnlib.paths import data_file
 from attnlib.patterns import offset_template, repeat_templates, template_score
 from attnlib.realtext import BOS, N_TOKENS, encode
@@ -104,14 +104,16 @@ def windows_with_repeats(
     return torch.cat([torch.full((batch, 1), BOS), torch.stack(rows)], 1)
 
 
-def repeat_tokens(batch=RECIPE["eval"]["batch"], period=RECIPE["eval"]["period"]):
+def repeat_tokens(
+    batch: int = RECIPE["eval"]["batch"], period: int = RECIPE["eval"]["period"]
+) -> Tensor:
     """``[BOS] + r + r``, ``r`` ``period`` consecutive held-out characters:
     ``[batch, 2·period + 1]`` (consecutive, non-overlapping stretches of the sample)."""
     r = encode(held_out_sample()[: batch * period]).reshape(batch, period)
     return torch.cat([torch.full((batch, 1), BOS), r, r], 1)
 
 
-def repeat_with_gap(batch, length, gap):
+def repeat_with_gap(batch: int, length: int, gap: int) -> Tensor:
     """``[BOS] + r + g + r``: ``r`` ``length`` consecutive held-out characters, ``g`` the
     ``gap`` characters that follow them in the text, so each character of the second copy
     is ``length + gap`` positions after its first: ``[batch, 2·length + gap + 1]``."""
@@ -194,10 +196,11 @@ def load(seed: int = 0) -> TinyTransformer:
 
 
 def load_card(seed: int = 0) -> dict[str, Any]:
-    return json.loads(data_file(f"model_card_{run_name(seed)}.json").read_text())
+    card: dict[str, Any] = json.loads(data_file(f"model_card_{run_name(seed)}.json").read_text())
+    return card
 
 
-def identifier_repeats(tokens):
+def identifier_repeats(tokens: Tensor) -> tuple[Tensor, Tensor]:
     """``[B, T − 1]`` bool over :func:`attnlib.train.per_token_loss`'s targets: True on the
     characters (after the first) of an identifier of 4 or more characters whose earlier
     occurrence lies in the same row; ``first`` the same for first occurrences that recur."""
@@ -218,10 +221,11 @@ def identifier_repeats(tokens):
 
 
 @torch.no_grad()
-def without_head(model, layer, head):
+def without_head(model: TinyTransformer, layer: int, head: int) -> TinyTransformer:
     """A copy of ``model`` whose head ``(layer, head)`` writes nothing (its block of W_O
     columns zeroed): the head ablated."""
     ablated = copy.deepcopy(model)
-    attn = ablated.blocks[layer].attn
+    attn = cast(Block, ablated.blocks[layer]).attn
+    assert attn.W_O is not None, "a head is ablated through its block of W_O"
     attn.W_O.weight[:, head * attn.d_head : (head + 1) * attn.d_head] = 0.0
     return ablated

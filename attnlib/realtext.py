@@ -24,19 +24,24 @@ import hashlib
 import json
 import math
 from collections import Counter
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from attnlib.model import TinyTransformer, rope_angles, rotate
+from attnlib.model import Block, TinyTransformer, rope_angles, rotate
 from attnlib.paths import data_file
 from attnlib.train import (
     TRAIN_THREADS,
     per_token_loss,
     torch_threads,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 BOS = 0
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # 95 characters
@@ -82,7 +87,7 @@ def encode(text: str) -> Tensor:
     return torch.tensor([index[c] for c in text], dtype=torch.long)
 
 
-def decode(tokens):
+def decode(tokens: Tensor | Sequence[int]) -> str:
     """Token ids → text; BOS shows as nothing."""
     return "".join(CHARS[int(t) - 1] for t in tokens if int(t) != BOS)
 
@@ -116,21 +121,23 @@ def eval_tokens(batch: int = RECIPE["eval"]["batch"], T: int = RECIPE["eval"]["T
     return _stretches(encode(held_out_sample()), batch, T)
 
 
-def repeat_text(batch, period):
+def repeat_text(batch: int, period: int) -> Tensor:
     """``[BOS] + r + r`` with ``r`` ``period`` consecutive held-out characters:
     ``[batch, 2·period + 1]``, as :func:`attnlib.shipped.eval_tokens` lays out random tokens."""
     r = _stretches(encode(held_out_sample()), batch, period + 1)[:, 1:]
     return torch.cat([torch.full((batch, 1), BOS), r, r], 1)
 
 
-def char_label(token):
+def char_label(token: int | Tensor) -> str:
     """A readable axis label for one token: BOS, ␣ for a space, ⏎ for a newline."""
     if int(token) == BOS:
         return "BOS"
     return {" ": "␣", "\n": "⏎"}.get(CHARS[int(token) - 1], CHARS[int(token) - 1])
 
 
-def label_repeat_maps(fig, tokens, period, every=4):
+def label_repeat_maps(
+    fig: "Figure", tokens: Tensor | Sequence[int], period: int, every: int = 4
+) -> "Figure":
     """Label the maps of :func:`attnlib.patterns.attention_grid` for ``tokens [T]`` =
     ``[BOS] + r + r``: every ``every``-th position by its character (shared axes), and a
     line on each map where the second copy starts (between ``period`` and ``period + 1``)."""
@@ -184,11 +191,16 @@ def load_real_text(name: str = FULL, seed: int = 0) -> TinyTransformer:
 def load_card(name: str = FULL, seed: int = 0) -> dict[str, Any]:
     """Real-text model ``name``'s card (of ``seed``) as a dict."""
     recipe(name, seed)  # refuses an unknown name or seed
-    return json.loads(data_file(f"model_card_{run_name(name, seed)}.json").read_text())
+    card: dict[str, Any] = json.loads(
+        data_file(f"model_card_{run_name(name, seed)}.json").read_text()
+    )
+    return card
 
 
 @torch.no_grad()
-def generate(model, prompt, n, temperature=0.0, seed=0):
+def generate(
+    model: TinyTransformer, prompt: str, n: int, temperature: float = 0.0, seed: int = 0
+) -> str:
     """``prompt`` continued by ``n`` characters: greedy (``temperature=0``) or sampled from
     softmax(logits / temperature). The model sees at most its training length."""
     gen = torch.Generator().manual_seed(seed)
@@ -208,14 +220,16 @@ def generate(model, prompt, n, temperature=0.0, seed=0):
 
 
 @torch.no_grad()
-def run_with_attention(model, tokens, attend):
+def run_with_attention(
+    model: TinyTransformer, tokens: Tensor | Sequence[int], attend: Callable[..., npt.ArrayLike]
+) -> Tensor:
     """Logits ``[T, vocab]`` of one sequence ``tokens [T]``, every head's attention computed
     by ``attend(Q, K, V) -> [T, d_head]`` on float64 NumPy arrays ``[T, d_head]`` (queries
     and keys already rotated by RoPE). The rest is the model's own pieces, in float32."""
-    tokens = torch.as_tensor(tokens)
-    T = len(tokens)
-    x = model.embed(tokens)  # [T, d_model]
-    for block in model.blocks:
+    ids = torch.as_tensor(tokens)
+    T = len(ids)
+    x: Tensor = model.embed(ids)  # [T, d_model]
+    for block in cast(list[Block], model.blocks):
         attn = block.attn
         h = block.ln1(x)
         Q, K, V = (
@@ -233,17 +247,20 @@ def run_with_attention(model, tokens, attend):
         x = x + (attn.W_O(out) if attn.W_O is not None else out)
         if block.mlp is not None:
             x = x + block.mlp(x)
-    return model.unembed(model.ln_f(x))
+    logits: Tensor = model.unembed(model.ln_f(x))
+    return logits
 
 
 @torch.no_grad()
-def with_shared_kv(model, pool, n_kv_heads):
+def with_shared_kv(
+    model: TinyTransformer, pool: Callable[..., npt.ArrayLike], n_kv_heads: int
+) -> TinyTransformer:
     """A copy of ``model`` whose key and value heads are shared in groups, as grouped-query
     attention shares them: ``pool(W, n_heads, n_kv_heads)`` turns each layer's ``W_K`` and
     ``W_V`` ``[n_heads·d_head, d_model]`` into ``[n_kv_heads·d_head, d_model]``, and KV head
     g serves query heads g·group … (g+1)·group − 1 (stored repeated, so the model runs as is)."""
     shared = copy.deepcopy(model)
-    for block in shared.blocks:
+    for block in cast(list[Block], shared.blocks):
         attn = block.attn
         group = attn.n_heads // n_kv_heads
         for linear in (attn.W_K, attn.W_V):

@@ -48,7 +48,7 @@ NO_POSITIONS_RECIPE = {
 class Shipped:
     """One shipped model: its recipe, and its files in ``data/``."""
 
-    recipe: dict
+    recipe: dict[str, Any]
     weights: str  # the state dict
     card: str  # the model card's file stem: <card>.json and <card>.md
     title: str
@@ -166,4 +166,5 @@ def load_shipped(name: str = DEFAULT) -> TinyTransformer:
 
 def load_card(name: str = DEFAULT) -> dict[str, Any]:
     """Model ``name``'s card as a dict (recipe, timings, losses, per-head scores, log)."""
-    return json.loads(data_file(_shipped(name).card + ".json").read_text())
+    card: dict[str, Any] = json.loads(data_file(_shipped(name).card + ".json").read_text())
+    return card

@@ -9,8 +9,10 @@ sentence can be checked: every transition must be an allowed one.
 """
 
 import math
+from collections.abc import Callable
 
 import torch
+from torch import Tensor
 
 BOS = 0
 
@@ -18,7 +20,7 @@ BOS = 0
 class ToyLanguage:
     """Random-walk sentences over ``vocab`` tokens, ``n_next`` allowed successors each."""
 
-    def __init__(self, vocab=16, n_next=3, seed=0):
+    def __init__(self, vocab: int = 16, n_next: int = 3, seed: int = 0) -> None:
         gen = torch.Generator().manual_seed(seed)
         self.vocab, self.n_next = vocab, n_next
         self.n_tokens = vocab + 1  # ids including BOS: the model's vocabulary size
@@ -30,7 +32,7 @@ class ToyLanguage:
         self.allowed[BOS, 1:] = True
         self.allowed[torch.arange(1, vocab + 1)[:, None], self.successors] = True
 
-    def sample(self, gen, batch, T):
+    def sample(self, gen: torch.Generator, batch: int, T: int) -> Tensor:
         """``batch`` sentences of ``T`` tokens (BOS first): a long tensor ``[batch, T]``."""
         tokens = torch.empty(batch, T, dtype=torch.long)
         tokens[:, 0] = BOS
@@ -41,16 +43,16 @@ class ToyLanguage:
             tokens[:, t] = self.successors[tokens[:, t - 1] - 1, picks[t - 2]]
         return tokens
 
-    def batches(self, batch=32, T=24):
+    def batches(self, batch: int = 32, T: int = 24) -> Callable[[torch.Generator], Tensor]:
         """A batch maker for :func:`attnlib.train.train`: ``gen -> tokens [batch, T]``."""
         return lambda gen: self.sample(gen, batch, T)
 
-    def best_loss(self, T):
+    def best_loss(self, T: int) -> float:
         """The lowest mean next-token loss any honest model can reach on ``T``-token
         sentences: ln vocab for the first word, ln n_next for each later one."""
         return (math.log(self.vocab) + (T - 2) * math.log(self.n_next)) / (T - 1)
 
-    def legal_fraction(self, tokens):
+    def legal_fraction(self, tokens: Tensor) -> float:
         """Share of the transitions in ``tokens [..., T]`` (after BOS) that the grammar allows."""
         tokens = torch.as_tensor(tokens)
         ok = self.allowed[tokens[..., :-1], tokens[..., 1:]]
@@ -58,7 +60,7 @@ class ToyLanguage:
 
 
 @torch.no_grad()
-def greedy_generate(model, prompt, n_new):
+def greedy_generate(model: torch.nn.Module, prompt: Tensor, n_new: int) -> Tensor:
     """Extend ``prompt [B, T0]`` by ``n_new`` tokens, one at a time: run the model on the
     tokens so far and append the argmax of the last position's logits. Only the past
     exists at each step, exactly as when a language model writes text."""
