@@ -12,10 +12,16 @@ import glob
 import os
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+
+ScoreFn = Callable[[npt.NDArray[Any], npt.NDArray[Any]], npt.ArrayLike]
+ThreadsFn = Callable[..., int]
 
 
 @dataclass
@@ -28,11 +34,11 @@ class CostRow:
     nbytes: int  # size of the returned array (its .nbytes)
     peak_bytes: int  # largest extra allocation traced by tracemalloc during one call
     dtype: str
-    shape: tuple
+    shape: tuple[int, ...]
     blas_threads: int | None  # BLAS threads used for timing (None: the library's default)
 
 
-def _openblas():
+def _openblas() -> tuple[ThreadsFn, ThreadsFn] | None:
     """NumPy's bundled OpenBLAS (pip wheels), or None (e.g. macOS Accelerate, MKL builds)."""
     import numpy
 
@@ -52,7 +58,7 @@ def _openblas():
 
 
 @contextmanager
-def blas_threads(n):
+def blas_threads(n: int) -> Iterator[int | None]:
     """Run NumPy's matrix products on ``n`` threads inside the block, where that can be set.
 
     Yields ``n`` if it was set, else None. With several threads, every call on a busy shared
@@ -71,7 +77,14 @@ def blas_threads(n):
         put(before)
 
 
-def time_call(fn, *args, reps=5, min_total=0.2, max_reps=100, clock=time.perf_counter):
+def time_call(
+    fn: Callable[..., object],
+    *args: object,
+    reps: int = 5,
+    min_total: float = 0.2,
+    max_reps: int = 100,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
     """Best (smallest) wall time in seconds of one call ``fn(*args)``, after a warm-up.
 
     Calls at least ``reps`` times and keeps going until ``min_total`` seconds have been spent
@@ -89,7 +102,7 @@ def time_call(fn, *args, reps=5, min_total=0.2, max_reps=100, clock=time.perf_co
     return float(np.min(times))
 
 
-def peak_bytes(fn, *args):
+def peak_bytes(fn: Callable[..., object], *args: object) -> int:
     """Peak memory allocated during ``fn(*args)`` (NumPy reports its buffers to tracemalloc)."""
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
@@ -107,15 +120,15 @@ def peak_bytes(fn, *args):
 
 
 def measure_score_cost(
-    scores,
-    Ts=(256, 512, 1024, 2048, 4096),
-    d_k=64,
-    reps=5,
-    dtype=np.float32,
-    seed=0,
-    budget_s=2.0,
-    threads=1,
-):
+    scores: ScoreFn,
+    Ts: Sequence[int] = (256, 512, 1024, 2048, 4096),
+    d_k: int = 64,
+    reps: int = 5,
+    dtype: npt.DTypeLike = np.float32,
+    seed: int = 0,
+    budget_s: float = 2.0,
+    threads: int | None = 1,
+) -> list[CostRow]:
     """Time and size of ``scores(Q, K)`` for Q, K of shape [T, d_k], for each T in ``Ts``.
 
     Timing runs on ``threads`` BLAS threads where NumPy lets us set it (``None``: leave the
@@ -128,9 +141,18 @@ def measure_score_cost(
         return _measure(scores, Ts, d_k, reps, dtype, seed, budget_s, used)
 
 
-def _measure(scores, Ts, d_k, reps, dtype, seed, budget_s, used_threads):
+def _measure(
+    scores: ScoreFn,
+    Ts: Sequence[int],
+    d_k: int,
+    reps: int,
+    dtype: npt.DTypeLike,
+    seed: int,
+    budget_s: float,
+    used_threads: int | None,
+) -> list[CostRow]:
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[CostRow] = []
     for T in Ts:
         Q = rng.standard_normal((T, d_k)).astype(dtype)  # [T, d_k]
         K = rng.standard_normal((T, d_k)).astype(dtype)  # [T, d_k]
@@ -155,13 +177,14 @@ def _measure(scores, Ts, d_k, reps, dtype, seed, budget_s, used_threads):
     return rows
 
 
-def loglog_slope(x, y):
+def loglog_slope(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     """Slope of the least-squares line through (log x, log y): y ∝ x**slope."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
 
-def per_doubling(values):
+def per_doubling(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Ratio of each value to the one before it (×4 per doubling of T means quadratic)."""
-    values = np.asarray(values, dtype=float)
-    return values[1:] / values[:-1]
+    v = np.asarray(values, dtype=float)
+    ratios: npt.NDArray[np.float64] = v[1:] / v[:-1]
+    return ratios

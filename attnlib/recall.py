@@ -12,10 +12,15 @@ keys cannot all be orthogonal in d dimensions). ``spread_keys`` removes the firs
 far as d dimensions allow.
 """
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[np.float64]
 
 
-def make_items(T, d, d_v, rng):
+def make_items(T: int, d: int, d_v: int, rng: np.random.Generator) -> tuple[Array, Array]:
     """T random items: unit-length keys (so each key matches itself best) and values."""
     keys = rng.normal(size=(T, d))  # [T, d]
     keys /= np.linalg.norm(keys, axis=1, keepdims=True)
@@ -23,7 +28,7 @@ def make_items(T, d, d_v, rng):
     return keys, values
 
 
-def spread_keys(T, d):
+def spread_keys(T: int, d: int) -> Array:
     """T unit keys ``[T, d]`` that overlap as little as d dimensions allow.
 
     Orthonormal while T <= d (so reading the state has no crosstalk at all). Beyond, a
@@ -34,15 +39,16 @@ def spread_keys(T, d):
     if T <= d:
         return np.eye(T, d)
     angle = 2 * np.pi * np.arange(T)[:, None] * np.arange(1, d // 2 + 1)[None, :] / T
-    return np.sqrt(2 / d) * np.concatenate([np.cos(angle), np.sin(angle)], axis=1)
+    frame: Array = np.sqrt(2 / d) * np.concatenate([np.cos(angle), np.sin(angle)], axis=1)
+    return frame
 
 
-def capacity_floor(T, d):
+def capacity_floor(T: int, d: int) -> float:
     """sqrt(max(T/d - 1, 0)): the state's relative read error with the best-spread keys."""
     return float(np.sqrt(max(T / d - 1, 0.0)))
 
 
-def write_state(keys, values):
+def write_state(keys: Array, values: Array) -> Array:
     """Run the recurrence state_t = state_{t-1} + outer(k_t, v_t): T steps, one fixed state."""
     state = np.zeros((keys.shape[1], values.shape[1]))  # [d, d_v], whatever T is
     for k, v in zip(keys, values, strict=True):
@@ -50,17 +56,25 @@ def write_state(keys, values):
     return state
 
 
-def read_state(state, query):
+def read_state(state: Array, query: Array) -> Array:
     """Read the state by content: sum_t (query . k_t) v_t, crosstalk included."""
     return query @ state  # [d_v]
 
 
-def relative_error(got, want):
+def relative_error(got: npt.ArrayLike, want: Array) -> float:
     """||got - want|| / ||want|| over all rows: 0 is a perfect read."""
     return float(np.linalg.norm(np.asarray(got) - want) / np.linalg.norm(want))
 
 
-def recall_errors(read_direct, lengths, d=32, d_v=32, trials=5, seed=0, spread=False):
+def recall_errors(
+    read_direct: Callable[[Array, Array, Array], npt.ArrayLike],
+    lengths: Iterable[int],
+    d: int = 32,
+    d_v: int = 32,
+    trials: int = 5,
+    seed: int = 0,
+    spread: bool = False,
+) -> tuple[list[float], list[float]]:
     """Mean relative error of reading every stored item back by its own key.
 
     For each T in ``lengths``: store T random items, then read each one (a) from the
@@ -69,9 +83,9 @@ def recall_errors(read_direct, lengths, d=32, d_v=32, trials=5, seed=0, spread=F
     random keys. Returns two lists, one error per T.
     """
     rng = np.random.default_rng(seed)
-    state_err, direct_err = [], []
+    state_err, direct_err = list[float](), list[float]()
     for T in lengths:
-        s_errs, d_errs = [], []
+        s_errs, d_errs = list[float](), list[float]()
         for _ in range(trials):
             keys, values = make_items(T, d, d_v, rng)
             if spread:
