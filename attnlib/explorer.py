@@ -23,11 +23,22 @@ import json
 import math
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from attnlib.patterns import column_template, offset_template, template_score
+from attnlib.model import TinyTransformer
+from attnlib.patterns import Template, column_template, offset_template, template_score
 from attnlib.train import torch_threads
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from matplotlib.figure import Figure
+    from torch import Tensor
+
+Scores = dict[str, float | None]  # a head's score for each kind
 
 KINDS = ("self", "previous", "sink", "induction")
 OWN_TEXT_CHARS = 56  # a typed text's longest: its maps must fit the grader's output cap
@@ -35,7 +46,7 @@ STRETCH_CHARS = 32  # each held-out stretch; three of them fit the cap too
 FALLBACK = "(Run this cell to explore the maps: the explorer draws itself when the cell runs.)"
 
 
-def text_templates(tokens):
+def text_templates(tokens: "npt.ArrayLike | Tensor") -> dict[str, Template]:
     """The four templates of one sequence (``tokens [T]``, BOS first), as 0/1 ``[T, T]``.
 
     Self, previous token and sink (BOS) cover every query after BOS, as
@@ -57,7 +68,7 @@ def text_templates(tokens):
     }
 
 
-def head_scores(A, templates):
+def head_scores(A: npt.ArrayLike, templates: dict[str, Template]) -> Scores:
     """``{kind: template_score(A, P)}``; None where the template covers no query."""
     return {k: template_score(A, P) if P.any() else None for k, P in templates.items()}
 
@@ -69,12 +80,12 @@ class Text:
     characters, shown as running text (else as separate tokens)."""
 
     name: str
-    labels: list
-    weights: np.ndarray
-    scores: list
+    labels: list[str]
+    weights: npt.NDArray[Any]
+    scores: list[list[Scores]]
     chars: bool = False
 
-    def payload(self):
+    def payload(self) -> dict[str, Any]:
         T = len(self.labels)
         lower = np.tril_indices(T)
         if np.any(np.triu(self.weights, 1)):
@@ -89,7 +100,13 @@ class Text:
         }
 
 
-def read_maps(model, tokens, labels, name="", chars=False):
+def read_maps(
+    model: TinyTransformer,
+    tokens: "Tensor",
+    labels: "Sequence[str]",
+    name: str = "",
+    chars: bool = False,
+) -> Text:
     """Run ``model`` on one sequence ``tokens [T]`` and keep its maps, and each head's scores
     on :func:`text_templates`, as a :class:`Text`."""
     with torch_threads(1):  # one tiny forward pass: a second thread only waits
@@ -104,12 +121,12 @@ class Explorer:
     """The explorer of one or more :class:`Text` (the page picks one); see the module doc.
     It opens on the first text's last token, in the head with the highest induction score."""
 
-    def __init__(self, texts, title):
+    def __init__(self, texts: "Iterable[Text]", title: str) -> None:
         self.texts, self.title = list(texts), title
         self.n_layers, self.n_heads = self.texts[0].weights.shape[:2]
         self.start = _best_induction_head(self.texts[0])
 
-    def payload(self):
+    def payload(self) -> dict[str, Any]:
         layer, head = self.start
         query = len(self.texts[0].labels) - 1
         return {
@@ -120,7 +137,7 @@ class Explorer:
             "texts": [t.payload() for t in self.texts],
         }
 
-    def _repr_html_(self):
+    def _repr_html_(self) -> str:
         # No label can end the data's script or open a comment in it (`</script>`, `<!--`):
         # <, > and & are JSON's \u escapes (non-ASCII already is, U+2028/2029 included).
         escaped = {ord(c): f"\\u{ord(c):04x}" for c in "<>&"}
@@ -133,24 +150,31 @@ class Explorer:
             f"<script>{asset.joinpath('explorer.js').read_text()}</script></div>"
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.texts if t.name)
         return f"<attention-map explorer: {self.title}{f' ({names})' if names else ''}>"
 
-    def figure(self, text=0, title=None, size=2.4, dpi=72):
+    def figure(
+        self, text: int = 0, title: str | None = None, size: float = 2.4, dpi: float = 72
+    ) -> "Figure":
         """The static figure: every layer's and head's map of one text, labelled with its
         tokens (thinned so that no two labels collide), titled ``title`` (say what to look
         for). Returns the matplotlib figure."""
         return map_grid(self.texts[text], title or self.title, size, dpi)
 
 
-def _best_induction_head(text):
+def _best_induction_head(text: Text) -> tuple[int, int]:
     induction = [[s["induction"] or 0.0 for s in layer] for layer in text.scores]
     layer, head = np.unravel_index(np.argmax(induction), np.shape(induction))
     return int(layer), int(head)
 
 
-def explore(model, tokens, labels=None, title="Where each token looks"):
+def explore(
+    model: TinyTransformer | dict[str, TinyTransformer],
+    tokens: "Tensor",
+    labels: "Sequence[str] | None" = None,
+    title: str = "Where each token looks",
+) -> Explorer:
     """An :class:`Explorer` of ``model`` on one sequence ``tokens [T]`` (BOS first); several
     models as ``{name: model}`` (the page picks one). ``labels``: one string per token
     (default :func:`attnlib.tasks.token_labels`)."""
@@ -161,14 +185,16 @@ def explore(model, tokens, labels=None, title="Where each token looks"):
     return Explorer([read_maps(m, tokens, labels, name) for name, m in models.items()], title)
 
 
-def char_labels(tokens):
+def char_labels(tokens: "Tensor") -> list[str]:
     """Labels of real-text tokens: BOS, then one character each."""
     from attnlib.realtext import BOS, decode
 
-    return ["BOS" if int(t) == BOS else decode([t]) for t in tokens]
+    return ["BOS" if int(t) == BOS else decode([int(t)]) for t in tokens]
 
 
-def held_out_stretches(n=2, chars=STRETCH_CHARS, sample=None):
+def held_out_stretches(
+    n: int = 2, chars: int = STRETCH_CHARS, sample: str | None = None
+) -> dict[str, str]:
     """``{name: text}``: ``n`` held-out stretches of ``chars`` characters, from places spread
     over ``sample`` (default: the docstring model's shipped held-out text), each starting a
     paragraph; then one half-stretch written twice (``r + r``), where an induction head has
@@ -185,7 +211,12 @@ def held_out_stretches(n=2, chars=STRETCH_CHARS, sample=None):
     return found
 
 
-def explore_text(model, text=None, title=None, sample=None):
+def explore_text(
+    model: TinyTransformer,
+    text: str | None = None,
+    title: str | None = None,
+    sample: str | None = None,
+) -> Explorer:
     """An :class:`Explorer` of a real-text model: on held-out stretches of ``sample`` (the
     page picks one; default: the docstring model's held-out text), or on ``text``, your own
     (at most ``OWN_TEXT_CHARS`` printable ASCII characters)."""
@@ -203,12 +234,12 @@ def explore_text(model, text=None, title=None, sample=None):
     return Explorer(maps, title or "Where each character looks")
 
 
-def _tick_step(T, inches, fontsize):
+def _tick_step(T: int, inches: float, fontsize: float) -> int:
     """Label every ``step``-th token so that neighbouring labels never overlap."""
     return max(1, math.ceil(T * fontsize / (inches * 72)))
 
 
-def map_grid(text, title, size=2.4, dpi=72):
+def map_grid(text: Text, title: str, size: float = 2.4, dpi: float = 72) -> "Figure":
     """Every layer's (rows) and head's (columns) map of one :class:`Text`: rows queries,
     columns keys, both labelled with the tokens on the outer maps; masked cells grey."""
     import matplotlib.pyplot as plt

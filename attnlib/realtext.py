@@ -24,7 +24,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -87,7 +87,7 @@ def encode(text: str) -> Tensor:
     return torch.tensor([index[c] for c in text], dtype=torch.long)
 
 
-def decode(tokens: Tensor | Sequence[int]) -> str:
+def decode(tokens: Tensor | Iterable[int]) -> str:
     """Token ids → text; BOS shows as nothing."""
     return "".join(CHARS[int(t) - 1] for t in tokens if int(t) != BOS)
 

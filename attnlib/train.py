@@ -15,7 +15,7 @@ bench` measures it with one core kept busy).
 import math
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ TRAIN_THREADS = 1
 
 
 @contextmanager
-def torch_threads(n):
+def torch_threads(n: int) -> Iterator[None]:
     """Run the block on ``n`` torch threads, then restore the previous count."""
     before = torch.get_num_threads()
     torch.set_num_threads(n)
