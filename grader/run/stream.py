@@ -106,6 +106,7 @@ class KernelStream:
         try:
             self.listener.settimeout(ACCEPT_SECONDS)
             self.conn, _ = self.listener.accept()
+            self.conn.settimeout(None)  # raises if close() shut it meanwhile: nothing to read
         except OSError:
             return None
         finally:
@@ -114,7 +115,6 @@ class KernelStream:
                 os.unlink(self.path)
             except OSError:
                 pass
-        self.conn.settimeout(None)
         return self.conn
 
     def _serve(self) -> None:
