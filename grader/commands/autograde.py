@@ -275,8 +275,7 @@ def _writer(out: Path, results: dict[Key, "Result"], keep_hand_grades: bool) -> 
 
     def on_result(job: "Job", result: "Result") -> None:
         if result.autograded is not None:
-            path = out / "nbgrader" / "autograded" / job.student / job.notebook
-            graded = path / f"{job.notebook}.ipynb"
+            graded = out_files.autograded_path(out, job.student, job.notebook)
             if graded.is_file():  # hand grades judged the answers graded before: still these?
                 changed = handgrades.changed_answers(graded.read_text(), result.autograded)
                 key = (job.student, job.notebook)
@@ -332,7 +331,11 @@ def _summary(out: Path, results: dict[Key, "Result"], graded: str, sandboxed: bo
     print(graded + (f"; {sum(times) / len(times):.1f} s per notebook" if times else ""))
     if not sandboxed:
         print("WITHOUT the OS sandbox (--no-sandbox): trusted submissions only")
-    print(f"wrote {out / 'grades.csv'}, totals.csv, feedback/, report/index.html")
+    index = out_files.REPORT.path / "index.html"
+    print(
+        f"wrote {out / out_files.GRADES.path}, {out_files.TOTALS.path}, "
+        f"{out_files.FEEDBACK.path}/, {index}"
+    )
     if flagged:
         shown = printable(", ".join(flagged))  # student ids are names students chose
         print(f"flagged for review: {shown} (reasons in report/index.html)")

@@ -170,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
     written = [r for r in rows if r["exercise"] in _written_ids()]
     pending = [r for r in written if r["points"] == ""]
     print(
-        f"updated {args.out / 'totals.csv'}, grades.csv, feedback/ and report/: "
+        f"updated {args.out / out_files.TOTALS.path}, {out_files.GRADES.path}, "
+        f"{out_files.FEEDBACK.path}/ and {out_files.REPORT.path}/: "
         f"{len(written) - len(pending)} of {len(written)} written answers have points"
         + (f"; {len(pending)} still to grade (`make formgrader OUT={args.out}`)" if pending else "")
     )

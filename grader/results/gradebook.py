@@ -25,6 +25,7 @@ from nbgrader.preprocessors import SaveAutoGrades, SaveCells
 from grader import settings
 from grader.configfile import config_file
 from grader.errors import UserError
+from grader.results import out as out_files
 from grader.results.result import GRADED, Result
 
 COURSE_ID = settings.course_id()
@@ -119,7 +120,7 @@ def _template(cache: Path, releases: dict[str, str]) -> Path:
 def save(out: Path, result: Result) -> dict[str, float]:
     """Record one graded notebook; return {grade_id: manual score} for written answers."""
     student, assignment = result.student, result.notebook
-    path = out / "nbgrader" / "autograded" / student / assignment / f"{assignment}.ipynb"
+    path = out_files.autograded_path(out, student, assignment)
     manual = {}
     with Gradebook(db_url(out), COURSE_ID) as gb:
         gb.update_or_create_student(student)

@@ -19,19 +19,68 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import UserError
 
+
+@dataclass(frozen=True)
+class OutFile:
+    """One of OUT's files or folders: where it lies, who writes it, who links to or reads it
+    (modules, as dotted names; tests/results/test_out.py checks they exist)."""
+
+    path: Path  # relative to OUT
+    what: str
+    writer: str
+    readers: tuple[str, ...] = ()
+
+
+GRADES = OutFile(
+    Path("grades.csv"),
+    "one row per student, notebook and exercise (the CSV contract)",
+    "grader.results.report",
+    ("grader.commands.totals", "grader.commands.export", "hub.instructor"),
+)
+TOTALS = OutFile(
+    Path("totals.csv"),
+    "one row per student: points per notebook, lateness, the total",
+    "grader.results.report",
+    ("grader.commands.totals", "grader.commands.autograde", "hub.instructor"),
+)
+FEEDBACK = OutFile(
+    Path("feedback"),
+    "each student's feedback pages",
+    "grader.results.report",
+    ("grader.results.annotated", "hub.instructor"),
+)
+REPORT = OutFile(
+    Path("report"),
+    "the instructor's class report: index.html, exercises.csv, flags.csv",
+    "grader.results.report",
+    ("grader.commands.autograde", "grader.commands.totals"),
+)
+AUTOGRADED = OutFile(
+    Path("nbgrader") / "autograded",
+    "the autograded notebooks, by student and notebook, for formgrader",
+    "grader.commands.autograde",
+    ("grader.results.gradebook", "grader.results.annotated", "grader.commands.formgrader"),
+)
 WORK = Path("work")  # OUT's working records (the CSVs, feedback and report sit beside it)
 RESULTS = WORK / "results"  # one JSON result per student and notebook
 RUN = WORK / "run.json"  # what the last grading run saw of SUBMISSIONS
 SEED = WORK / "seed.json"
+FILES = (GRADES, TOTALS, FEEDBACK, REPORT, AUTOGRADED)  # what OUT shows its readers
 SECRET_BITS = 256  # a new OUT's secret: kernels see only keyed hashes of it (grader.seeds)
 
 
 def result_path(out: Path, student: str, notebook: str) -> Path:
     return out / RESULTS / student / f"{notebook}.json"
+
+
+def autograded_path(out: Path, student: str, notebook: str) -> Path:
+    """A student's autograded notebook, where formgrader reads it."""
+    return out / AUTOGRADED.path / student / notebook / f"{notebook}.ipynb"
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """grader/results/out.py, directly: where OUT's records lie, the one way they are written, and
 the run's seed (chosen, recorded, or drawn for a new OUT)."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,26 @@ def test_a_damaged_seed_record_is_one_error_line(tmp_path, text):
     (tmp_path / out.SEED).write_text(text)
     with pytest.raises(UserError, match="is damaged: give --seed, or grade into a new --out"):
         out.recorded_seed(tmp_path)
+
+
+def _registry() -> dict[str, out.OutFile]:
+    return {name: f for name, f in vars(out).items() if isinstance(f, out.OutFile)}
+
+
+def test_every_file_of_out_is_registered_once_with_its_writer_and_readers():
+    registry = _registry()
+    assert set(registry.values()) == set(out.FILES)
+    assert len({f.path for f in out.FILES}) == len(out.FILES)
+    for name, entry in registry.items():
+        for module in (entry.writer, *entry.readers):
+            spec = importlib.util.find_spec(module)
+            assert spec and spec.origin, f"{name}: no module {module}"
+            source = Path(spec.origin).read_text()
+            # each names the file: by its constant, or (not yet moved to it) by its name
+            assert name in source or entry.path.name in source, f"{module} never names {name}"
+
+
+def test_an_autograded_notebook_lies_where_formgrader_reads_it():
+    assert out.autograded_path(Path("/o"), "ada", "01_x") == Path(
+        "/o/nbgrader/autograded/ada/01_x/01_x.ipynb"
+    )
