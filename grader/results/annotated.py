@@ -61,7 +61,7 @@ CSP = (
 
 
 def graded_notebook_path(out: Path, student: str, notebook: str) -> Path:
-    return out / "nbgrader" / "autograded" / student / notebook / f"{notebook}.ipynb"
+    return out_files.autograded_path(out, student, notebook)
 
 
 def safe_name(student: str) -> str:
@@ -86,7 +86,7 @@ def _one_case(name: str) -> bool:
 
 
 def page_path(out: Path, student: str, notebook: str) -> Path:
-    return out / "feedback" / safe_name(student) / f"{notebook}.html"
+    return out / out_files.FEEDBACK.path / safe_name(student) / f"{notebook}.html"
 
 
 def link(student: str, notebook: str) -> str:

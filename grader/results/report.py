@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from grader.results import annotated, csvfile, handgrades
+from grader.results import out as out_files
 from grader.results.annotated import GradeRow
 from grader.results.deadlines import LATE_ROW, Lateness, describe, disagrees
 from grader.results.result import GRADED, NO_RESULT, Result
@@ -130,7 +131,7 @@ def _late_row(mine: list[GradeRow], late: Lateness) -> GradeRow:
 
 
 def write_grades(out: Path, grade_rows: list[GradeRow]) -> None:
-    csvfile.write(out / "grades.csv", GRADES_COLUMNS, grade_rows)
+    csvfile.write(out / out_files.GRADES.path, GRADES_COLUMNS, grade_rows)
 
 
 def totals(grade_rows: list[GradeRow], notebooks: list[str]) -> list[TotalsRow]:
@@ -159,7 +160,7 @@ def totals(grade_rows: list[GradeRow], notebooks: list[str]) -> list[TotalsRow]:
 
 def write_totals(out: Path, total_rows: list[TotalsRow], notebooks: list[str]) -> None:
     cols = ["student", *notebooks, "total", "max_total", "pending_hand_grading"]
-    csvfile.write(out / "totals.csv", cols, total_rows)
+    csvfile.write(out / out_files.TOTALS.path, cols, total_rows)
 
 
 _STYLE = """<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;
@@ -186,7 +187,7 @@ def write_feedback(
 ) -> None:
     """``extra[(student, notebook)]``: {"handed": a line on when it was handed in (with a
     due date), "comments": formgrader comments on no exercise}."""
-    folder = out / "feedback"
+    folder = out / out_files.FEEDBACK.path
     folder.mkdir(exist_ok=True)
     notes = {(r.student, r.notebook): list(r.notes) for r in results}
     left_out = {(r.student, r.notebook): r.demo_cells_left_out or 0 for r in results}
@@ -264,7 +265,7 @@ def full_marks(r: GradeRow) -> bool:
 def feedback_path(out: Path, student: str) -> Path:
     """``OUT/feedback/<student>.html``, ``<student>`` one name per id on any disk, a
     lower-case id's own (``annotated.safe_name``; the page names its student)."""
-    return out / "feedback" / f"{annotated.safe_name(student)}.html"
+    return out / out_files.FEEDBACK.path / f"{annotated.safe_name(student)}.html"
 
 
 def exercise_stats(grade_rows: list[GradeRow]) -> list[ExerciseStat]:
@@ -475,7 +476,7 @@ def write_class_report(
 ) -> None:
     """``report/``; results graded without the sandbox say so in its header and flags.csv."""
     sandboxed = all(r.sandboxed for r in results)
-    folder = out / "report"
+    folder = out / out_files.REPORT.path
     folder.mkdir(exist_ok=True)
     stats = exercise_stats(grade_rows)
     csvfile.write(folder / "exercises.csv", list(stats[0]) if stats else ["notebook"], stats)
