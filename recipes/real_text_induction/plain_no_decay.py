@@ -4,9 +4,7 @@ text as it is)."""
 
 from recipes.real_text_induction.common import Phase, Recipe, main
 
-RECIPE = Recipe(
-    name="plain_no_decay", phases=(Phase(6000),), rope_layers=(0,), weight_decay=0.0
-)
+RECIPE = Recipe(name="plain_no_decay", phases=(Phase(6000),), rope_layers=(0,), weight_decay=0.0)
 
 if __name__ == "__main__":
     main(RECIPE)
