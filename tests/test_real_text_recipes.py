@@ -61,3 +61,25 @@ def test_bpe_merges_the_most_frequent_pair_first_and_decodes_what_it_encodes():
     assert tokenizer.decode(ids) == text and len(ids) < len(text)
     assert tokenizer.lengths()[ids].sum().item() == len(text)
     assert ("=", " ") not in merges  # a merge never crosses two pieces
+
+
+def test_the_doc_lists_only_runs_with_a_script_and_their_logged_numbers():
+    """docs/real_text_recipes.md's runs table (issue 47): every run names a script of
+    recipes/real_text_induction, and a run with a log in runs/ shows the log's final scores."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    folder = root / "recipes" / "real_text_induction"
+    doc = (root / "docs" / "real_text_recipes.md").read_text()
+    table = doc[doc.index("## Runs (issue 48)") :].split("\n\n")[1]
+    rows = {}
+    for row in table.splitlines()[2:]:
+        name, seed = re.match(r"\| `(\w+)`(?: \(.*?\))?( seed 1)? \|", row).groups()
+        rows[f"{name}_seed_{1 if seed else 0}"] = row
+        assert (folder / f"{name}.py").is_file(), f"{name}: no script"
+    for log in sorted((folder / "runs").glob("*.json")):
+        final = {k: v[-1] for k, v in json.loads(log.read_text())["log"].items()}
+        scores = f"{final['induction_32']:.3f} / {final['induction_96']:.3f}"
+        assert scores in rows.get(log.stem, "").replace("*", ""), (log.stem, scores)
