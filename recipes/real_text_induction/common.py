@@ -41,6 +41,16 @@ class Phase:
     max_len: int = 32
 
 
+def short_then_long(long_steps: int = 1000, plain_steps: int = 4000) -> tuple[Phase, ...]:
+    """The curriculum of every ``curriculum_*`` recipe: 1000 steps of blocks of 8–32 tokens,
+    ``long_steps`` of 8–128, then ``plain_steps`` of text as it is."""
+    return (
+        Phase(1000, repeat_share=1.0, min_len=8, max_len=32),
+        Phase(long_steps, repeat_share=1.0, min_len=8, max_len=128),
+        Phase(plain_steps),
+    )
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str

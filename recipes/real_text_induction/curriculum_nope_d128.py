@@ -3,15 +3,11 @@ period 32) but looked soft (0.281): a copy keyed on one previous character is of
 real text. Wider heads let a layer-0 head write more of what came before each character, so a
 layer-1 match can be surer, and worth a sharper look."""
 
-from recipes.real_text_induction.common import Phase, Recipe, main
+from recipes.real_text_induction.common import Recipe, main, short_then_long
 
 RECIPE = Recipe(
     name="curriculum_nope_d128",
-    phases=(
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=32),
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=128),
-        Phase(4000),
-    ),
+    phases=short_then_long(),
     rope_layers=(0,),
     model=dict(d_model=128, n_layers=2, n_heads=4),
 )

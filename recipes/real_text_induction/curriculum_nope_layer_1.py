@@ -3,15 +3,11 @@ it is, that curriculum's head kept copying but came to prefer near matches (0.25
 0.178 at 96): with RoPE out of layer 1 its scores can depend on content only (the previous
 character, written by a layer-0 head), so no distance is preferred over another."""
 
-from recipes.real_text_induction.common import Phase, Recipe, main
+from recipes.real_text_induction.common import Recipe, main, short_then_long
 
 RECIPE = Recipe(
     name="curriculum_nope_layer_1",
-    phases=(
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=32),
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=128),
-        Phase(4000),
-    ),
+    phases=short_then_long(),
     rope_layers=(0,),
 )
 

@@ -2,15 +2,11 @@
 softened within 250 steps; a sharp pattern needs large query and key weights, which weight
 decay (0.1) shrinks wherever the gradient for sharpness is weak: here nothing shrinks them."""
 
-from recipes.real_text_induction.common import Phase, Recipe, main
+from recipes.real_text_induction.common import Recipe, main, short_then_long
 
 RECIPE = Recipe(
     name="curriculum_nope_no_decay",
-    phases=(
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=32),
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=128),
-        Phase(4000),
-    ),
+    phases=short_then_long(),
     rope_layers=(0,),
     weight_decay=0.0,
 )

@@ -3,15 +3,11 @@ is (same 6000 steps). On text as it is its head kept softening for all 4000 step
 the switch, 0.510 after 1000 steps, 0.476 at the end): does a head trained longer on blocks
 soften less, and what does the model give up on held-out text for it?"""
 
-from recipes.real_text_induction.common import Phase, Recipe, main
+from recipes.real_text_induction.common import Recipe, main, short_then_long
 
 RECIPE = Recipe(
     name="curriculum_nope_no_decay_long_blocks",
-    phases=(
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=32),
-        Phase(2000, repeat_share=1.0, min_len=8, max_len=128),
-        Phase(3000),
-    ),
+    phases=short_then_long(2000, 3000),
     rope_layers=(0,),
     weight_decay=0.0,
 )

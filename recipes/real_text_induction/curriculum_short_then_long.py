@@ -3,15 +3,11 @@
 context 128), 1000 steps with stretches of 8–128 (copying from up to half the context
 back), then 4000 steps of text as it is; one cosine schedule over the 6000 steps."""
 
-from recipes.real_text_induction.common import Phase, Recipe, main
+from recipes.real_text_induction.common import Recipe, main, short_then_long
 
 RECIPE = Recipe(
     name="curriculum_short_then_long",
-    phases=(
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=32),
-        Phase(1000, repeat_share=1.0, min_len=8, max_len=128),
-        Phase(4000),
-    ),
+    phases=short_then_long(),
 )
 
 if __name__ == "__main__":
