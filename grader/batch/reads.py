@@ -20,6 +20,8 @@ import json
 import re
 from pathlib import Path
 
+from grader import pysource
+
 LIBRARY = "attnlib"
 DATA_CALLS = frozenset({"data_file", "data_dir"})
 PER_NOTEBOOK = re.compile(r"nb\d\d_\w+")  # nb01_soft_lookup: a module of one notebook only
@@ -83,7 +85,7 @@ def _imports(package: str, text: str) -> list[str]:
     """The dotted names of the modules ``text`` imports (those of a package's f-string
     import end in ``.*``); a source that does not parse imports nothing we can read."""
     try:
-        tree = ast.parse(text)
+        tree = pysource.parse(text)
     except SyntaxError:
         return []
     names: list[str] = []
@@ -151,7 +153,7 @@ def _loads_data(root: Path, module: Path) -> bool:
     calls them only for its callers)."""
     if module == root / LIBRARY / "paths.py":
         return False
-    tree = ast.parse(module.read_text())
+    tree = pysource.parse(module.read_text())
     return any(
         isinstance(node, ast.Call) and any(_calls(node, name) for name in DATA_CALLS)
         for node in ast.walk(tree)

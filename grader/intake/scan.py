@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from functools import cache
 
+from grader import pysource
 from grader.hidden import shortcuts
 
 IPYTHON_HOOKS = {
@@ -233,7 +234,7 @@ def scan_cell(
                 f"`{grade_id}` line {i}: IPython magic or shell command `{line.strip()[:40]}`"
             )
     try:
-        tree = ast.parse(_clean(source))
+        tree = pysource.parse(_clean(source))
     except SyntaxError:
         return flags  # graded as a syntax error; nothing to scan
     roots = set(modules) | LIBRARY_ROOTS | _import_flags(tree, grade_id, flag)
@@ -250,7 +251,7 @@ def scan_cell(
 def module_names(source: str) -> dict[str, str]:
     """{name: module} a (trusted) cell binds to imports, e.g. {"np": "numpy", "checks": ...}."""
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except SyntaxError:
         return {}
     names: dict[str, str] = {}

@@ -40,7 +40,7 @@ import numpy as np
 
 from attnlib.checks import _cells
 from attnlib.checks._core import CheckFailed, call
-from grader import lifeline, wire
+from grader import lifeline, pysource, wire
 from grader.kernel.recorders import TAMPERED, signature
 from grader.processes import STARTUP_SECONDS, context, limit_memory
 from grader.results import messages
@@ -327,7 +327,7 @@ def judge_visible(
     ns = dict(trusted_ns)
     flags = _anomalies(record)
     calls = record.get("calls", list, [])
-    in_source = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    in_source = {n.id for n in ast.walk(pysource.parse(source)) if isinstance(n, ast.Name)}
     for name, data in record.get("values", dict, {}).items():
         if name in trusted_ns or name not in in_source:
             continue
@@ -445,7 +445,7 @@ def verify_calls(source: str) -> list[tuple[str, str]]:
     """[(exercise name, learner's function name)] for each ``verify("name", fn)`` in a
     hidden test cell's source."""
     found: list[tuple[str, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(pysource.parse(source)):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "verify":
             first, second = (node.args + [None, None])[:2]
             if isinstance(first, ast.Constant) and isinstance(second, ast.Name):

@@ -26,6 +26,8 @@ import re
 from collections.abc import Set
 from typing import TYPE_CHECKING
 
+from grader import pysource
+
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
@@ -74,7 +76,7 @@ def is_demo(cell: "NotebookNode") -> bool:
 
 def _tree(source: str) -> ast.AST:
     try:
-        return ast.parse(source)
+        return pysource.parse(source)
     except SyntaxError as err:
         raise Unclear(f"does not parse ({err.msg})") from None
     except (RecursionError, MemoryError, ValueError) as err:  # nested past the parser's limits
