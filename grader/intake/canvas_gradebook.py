@@ -11,13 +11,13 @@ Each notebook goes to the assignment ``c.GraderSettings.canvas_assignments`` nam
 both are lower-cased letters and digits only (``01 Soft lookup`` is ``01_soft_lookup``).
 """
 
-import csv
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import UserError
+from grader.results import csvfile
 
 HEADER = re.compile(r"(?P<name>.*\S)\s*\((?P<id>\d+)\)")  # "Soft lookup (12345)"
 NEEDED = ("Student", "ID")
@@ -40,11 +40,7 @@ class CanvasGradebook:
 
 def read(path: Path) -> CanvasGradebook:
     """The export at ``path``, or a one-line error saying what it lacks."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise UserError(f"cannot read Canvas's gradebook export {path}: {err}") from None
+    rows = csvfile.rows(path, "Canvas's gradebook export")
     header = [h.strip() for h in rows[0]] if rows else []
     first = next((i for i, h in enumerate(header) if HEADER.fullmatch(h)), None)
     if first is None or any(c not in header[:first] for c in NEEDED):

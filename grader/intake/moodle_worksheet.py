@@ -22,7 +22,6 @@ name is theirs in either word order (``grader.intake.collect.name_keys``); a row
 students could be, or a student two rows could be, gets no grade and is named.
 """
 
-import csv
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from grader.errors import UserError
 from grader.intake.collect import name_keys
+from grader.results import csvfile
 
 IDENTIFIER = "Identifier"
 FULL_NAME = "Full name"
@@ -74,11 +74,7 @@ class Filled:
 
 def read(path: Path) -> Worksheet:
     """The worksheet at ``path``, or a one-line error saying what it lacks."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise UserError(f"cannot read Moodle's grading worksheet {path}: {err}") from None
+    rows = csvfile.rows(path, "Moodle's grading worksheet")
     header = rows[0] if rows else []
     if any(c not in header for c in NEEDED) or len(set(header)) != len(header):
         raise UserError(
@@ -206,7 +202,5 @@ def write(sheet: Worksheet, path: Path) -> None:
     Moodle's upload reads exactly as they were (a ``'`` in a feedback comment would change
     it), every other one (names, emails, a learner's online text) with a cell a spreadsheet
     would run as a formula quoted by a ``'``, as every CSV here."""
-    from grader.results import csvfile
-
     path.parent.mkdir(parents=True, exist_ok=True)
     csvfile.write(path, sheet.header, sheet.rows, as_is=read_back(sheet))

@@ -14,6 +14,7 @@ import io
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from grader.errors import UserError
 from grader.results import out as out_files
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -80,3 +81,13 @@ def read(path: Path) -> list[dict[str, str]]:
     """The rows of a CSV written by :func:`write`, as dicts of the original texts."""
     with open(path, newline="", encoding="utf-8") as fh:
         return [{original(k): original(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def rows(path: Path, what: str) -> list[list[str]]:
+    """The rows of an LMS's CSV file (``what`` it is, for the error), a leading BOM dropped;
+    a file that cannot be read is a one-line error."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            return list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise UserError(f"cannot read {what} {path}: {err}") from None
